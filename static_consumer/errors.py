@@ -1,0 +1,126 @@
+"""Errors raised by static_consumer, split by what the caller can do about them.
+
+::
+
+    StaticConsumerError                 base of everything raised here; ``retriable`` and ``exit_code`` are data
+    ├── ConfigurationError              the settings or identity are wrong: change them (exit 78)
+    │   └── InvalidInstanceIdError      group.instance.id breaks Kafka's rules or would not be stable
+    ├── CapabilityError                 the broker cannot do what the settings require (exit 69)
+    │   ├── StaticMembershipUnsupportedError   JoinGroup < v5 / no ConsumerGroupHeartbeat
+    │   └── SessionTimeoutOutOfBoundsError     session.timeout.ms outside the broker's group bounds
+    ├── RetriableError                  transient: retry with a bounded policy (``retriable=True``, exit 75)
+    │   ├── BrokerUnavailableError      bootstrap servers did not answer in time
+    │   └── UnreleasedInstanceIdError   KIP-848: the broker still holds this instance id (code 111)
+    ├── FatalConsumerError              the consumer is dead; do not retry, exit the process (exit 70)
+    │   └── FencedInstanceError         another process owns this group.instance.id (code 82, exit 82)
+    └── ConsumerClosedError             the consumer was closed or fenced and cannot be used any more
+
+Retriability is an attribute, not a naming convention: retry policies (see ``static_consumer.retry``)
+are derived from ``error.retriable`` and never retry a fatal error.
+"""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+# Documented process exit codes (sysexits.h where one fits). The CLI and the pod helper exit with these.
+EXIT_OK = 0
+EXIT_UNAVAILABLE = 69
+EXIT_FATAL = 70
+EXIT_TEMPFAIL = 75
+EXIT_CONFIG = 78
+EXIT_FENCED = 82  # the same number as Kafka's FENCED_INSTANCE_ID error code
+
+
+class StaticConsumerError(Exception):
+    """Base class. ``retriable`` says whether trying again can succeed; ``exit_code`` is for processes."""
+
+    retriable: ClassVar[bool] = False
+    exit_code: ClassVar[int] = EXIT_FATAL
+    kafka_error_code: ClassVar[int | None] = None
+
+
+class ConfigurationError(StaticConsumerError, ValueError):
+    """The settings are wrong. The message says what to change."""
+
+    exit_code = EXIT_CONFIG
+
+
+class InvalidInstanceIdError(ConfigurationError):
+    """A group.instance.id that Kafka would reject, or that would change on every rollout."""
+
+
+class CapabilityError(StaticConsumerError):
+    """The broker cannot do what the settings require."""
+
+    exit_code = EXIT_UNAVAILABLE
+
+
+class StaticMembershipUnsupportedError(CapabilityError):
+    """The broker lacks the API versions static membership needs (policy ``require``)."""
+
+
+class SessionTimeoutOutOfBoundsError(CapabilityError):
+    """session.timeout.ms is outside the broker's group.min/max.session.timeout.ms."""
+
+    kafka_error_code = 26  # INVALID_SESSION_TIMEOUT
+
+
+class RetriableError(StaticConsumerError):
+    """Transient: the same call may succeed later. Retry with a bounded policy."""
+
+    retriable = True
+    exit_code = EXIT_TEMPFAIL
+
+
+class BrokerUnavailableError(RetriableError):
+    """The bootstrap servers did not answer within the configured bound."""
+
+
+class UnreleasedInstanceIdError(RetriableError):
+    """KIP-848: the broker has not yet released this instance id from its previous member."""
+
+    kafka_error_code = 111
+
+
+class FatalConsumerError(StaticConsumerError):
+    """librdkafka raised a fatal error: the consumer instance is unusable. Never retried."""
+
+    exit_code = EXIT_FATAL
+
+
+class FencedInstanceError(FatalConsumerError):
+    """Another consumer with the same group.instance.id joined and fenced this one.
+
+    This member must stop: rejoining would fence the other process in turn and the two would take the
+    partitions from each other forever (KIP-345). No poll or commit is possible afterwards.
+    """
+
+    exit_code = EXIT_FENCED
+    kafka_error_code = 82
+
+
+class ConsumerClosedError(StaticConsumerError):
+    """The consumer was closed (or fenced) and cannot poll or commit any more."""
+
+
+__all__ = [
+    "EXIT_CONFIG",
+    "EXIT_FATAL",
+    "EXIT_FENCED",
+    "EXIT_OK",
+    "EXIT_TEMPFAIL",
+    "EXIT_UNAVAILABLE",
+    "BrokerUnavailableError",
+    "CapabilityError",
+    "ConfigurationError",
+    "ConsumerClosedError",
+    "FatalConsumerError",
+    "FencedInstanceError",
+    "InvalidInstanceIdError",
+    "RetriableError",
+    "SessionTimeoutOutOfBoundsError",
+    "StaticConsumerError",
+    "StaticMembershipUnsupportedError",
+    "UnreleasedInstanceIdError",
+]

@@ -1,0 +1,105 @@
+"""A consumer in a child process that streams what happens to it as JSON lines on stdout.
+
+``python -m static_consumer.testing.child '<json spec>'``. Spec keys:
+
+- ``mode``: ``"confluent"`` (a plain confluent-kafka consumer, ``config`` is its librdkafka config) or
+  ``"static"`` (a StaticConsumer, ``settings`` are ConsumerSettings fields, ``env`` its environment);
+- ``topics``; ``commit``: commit processed offsets after each batch (default true);
+- ``batch``: records per batch; ``max_records``; ``max_runtime_s`` (default 300: every run ends);
+- ``leave_on_exit``: StaticConsumer.leave_group() instead of close() on SIGTERM.
+
+Events: ready, assigned, revoked, lost, records (with [topic, partition, offset] triples), committed,
+error, fenced, closed, exit. SIGTERM finishes the current batch, commits and closes.
+"""
+
+from __future__ import annotations
+
+import json
+import signal
+import sys
+import time
+from typing import Any
+
+_stop = False
+
+
+def emit(kind: str, **fields: Any) -> None:
+    sys.stdout.write(json.dumps({"kind": kind, "ts": time.time(), **fields}) + "\n")
+    sys.stdout.flush()
+
+
+def _on_sigterm(_signum: int, _frame: Any) -> None:
+    global _stop
+    _stop = True
+
+
+def _tps(partitions: Any) -> list[list[Any]]:
+    return sorted([tp.topic, tp.partition] for tp in partitions)
+
+
+def run_confluent(spec: dict[str, Any]) -> int:
+    from confluent_kafka import Consumer, KafkaError, TopicPartition
+
+    consumer = Consumer(spec["config"])
+    consumer.subscribe(
+        spec["topics"],
+        on_assign=lambda c, ps: emit("assigned", partitions=_tps(ps), member_id=c.memberid()),
+        on_revoke=lambda c, ps: emit("revoked", partitions=_tps(ps)),
+        on_lost=lambda c, ps: emit("lost", partitions=_tps(ps)),
+    )
+    emit("ready")
+    deadline = time.monotonic() + float(spec.get("max_runtime_s", 300))
+    seen = 0
+    max_records = spec.get("max_records")
+    try:
+        while not _stop and time.monotonic() < deadline and (max_records is None or seen < max_records):
+            msgs = consumer.consume(int(spec.get("batch", 500)), 0.2)
+            batch: list[list[Any]] = []
+            for msg in msgs:
+                err = msg.error()
+                if err is not None:
+                    if err.code() == KafkaError._PARTITION_EOF:
+                        continue
+                    emit("error", code=err.code(), name=err.name(), reason=err.str(), fatal=err.fatal())
+                    if err.code() == KafkaError._FATAL:
+                        return 3
+                    continue
+                batch.append([msg.topic(), msg.partition(), msg.offset()])
+            if not batch:
+                continue
+            seen += len(batch)
+            emit("records", records=batch)
+            if spec.get("commit", True):
+                last: dict[tuple[str, int], int] = {}
+                for topic, partition, offset in batch:
+                    last[(topic, partition)] = max(offset, last.get((topic, partition), -1))
+                consumer.commit(
+                    offsets=[TopicPartition(t, p, o + 1) for (t, p), o in sorted(last.items())],
+                    asynchronous=False,
+                )
+                emit("committed", offsets=[[t, p, o + 1] for (t, p), o in sorted(last.items())])
+    finally:
+        consumer.close()
+        emit("closed")
+    return 0
+
+
+def main(argv: list[str]) -> int:
+    spec = json.loads(argv[1])
+    signal.signal(signal.SIGTERM, _on_sigterm)
+    mode = spec.get("mode", "confluent")
+    if mode == "confluent":
+        code = run_confluent(spec)
+    elif mode == "static":
+        from static_consumer.testing.child_static import run_static
+
+        code = run_static(spec, emit, lambda: _stop)
+    else:
+        emit("error", reason=f"unknown mode {mode!r}")
+        code = 2
+    emit("exit", code=code)
+    return code
+
+
+if __name__ == "__main__":
+    raise SystemExit(main(sys.argv))

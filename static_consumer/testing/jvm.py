@@ -1,0 +1,293 @@
+"""A real Apache Kafka cluster (KRaft, combined broker+controller nodes) run on the JVM from Maven jars.
+
+Used where no Docker engine is available. Every node listens on 127.0.0.1 only, every wait is bounded,
+and every process is stopped (then killed) on exit, even when the Python process dies first.
+"""
+
+from __future__ import annotations
+
+import atexit
+import base64
+import contextlib
+import ctypes
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import tempfile
+import time
+import uuid
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from importlib import resources
+from pathlib import Path
+from typing import IO
+
+from static_consumer.testing._classpath import Classpath, HarnessError, resolve_classpath
+from static_consumer.testing.kafka_ops import metadata
+
+# Settings that make group tests fast and deterministic: no initial rebalance delay, session timeouts
+# down to 1 s, small internal topics. Tests override any of them through ``extra_config``.
+GROUP_TEST_CONFIG: dict[str, str] = {
+    "group.initial.rebalance.delay.ms": "0",
+    "group.min.session.timeout.ms": "1000",
+    "group.consumer.min.session.timeout.ms": "1000",
+    "group.consumer.min.heartbeat.interval.ms": "500",
+    "offsets.topic.num.partitions": "6",
+    "auto.create.topics.enable": "false",
+    "num.partitions": "1",
+    "log.segment.bytes": str(64 * 1024 * 1024),
+}
+
+
+def free_ports(count: int) -> list[int]:
+    """Ports the OS reports free on 127.0.0.1 (held open together so they are distinct)."""
+    sockets = [socket.socket(socket.AF_INET, socket.SOCK_STREAM) for _ in range(count)]
+    try:
+        for s in sockets:
+            s.bind(("127.0.0.1", 0))
+        return [s.getsockname()[1] for s in sockets]
+    finally:
+        for s in sockets:
+            s.close()
+
+
+def _die_with_parent() -> None:
+    # Linux only: the JVM gets SIGKILL if the Python process that started it dies, so a killed test
+    # run never leaves brokers behind.
+    with contextlib.suppress(Exception):
+        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+
+
+@dataclass
+class JvmNode:
+    node_id: int
+    broker_port: int
+    controller_port: int
+    directory: Path
+    process: subprocess.Popen[bytes] | None = None
+    _log: IO[bytes] | None = field(default=None, repr=False)
+
+    @property
+    def log_path(self) -> Path:
+        return self.directory / "broker.log"
+
+    @property
+    def config_path(self) -> Path:
+        return self.directory / "server.properties"
+
+    @property
+    def running(self) -> bool:
+        return self.process is not None and self.process.poll() is None
+
+
+class JvmKafkaCluster:
+    """``nodes`` combined KRaft nodes on 127.0.0.1. Use as a context manager or call start()/stop()."""
+
+    backend = "jvm"
+
+    def __init__(
+        self,
+        nodes: int = 1,
+        *,
+        extra_config: Mapping[str, str] | None = None,
+        workdir: Path | None = None,
+        start_timeout_s: float = 120.0,
+        heap: str = "512m",
+    ) -> None:
+        if nodes < 1:
+            raise ValueError("a cluster needs at least one node")
+        self._extra = dict(extra_config or {})
+        self._owns_workdir = workdir is None
+        self.workdir = Path(workdir or tempfile.mkdtemp(prefix="static-consumer-kafka-"))
+        self.start_timeout_s = start_timeout_s
+        self.heap = heap
+        self.classpath: Classpath | None = None
+        self.start_seconds: float | None = None
+        ports = free_ports(2 * nodes)
+        self.nodes = [
+            JvmNode(i + 1, ports[2 * i], ports[2 * i + 1], self.workdir / f"node-{i + 1}") for i in range(nodes)
+        ]
+        self._java = shutil.which("java") or "java"
+        atexit.register(self._kill_all)
+
+    # ----------------------------------------------------------------------------------- lifecycle
+    def __enter__(self) -> JvmKafkaCluster:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    @property
+    def version(self) -> str:
+        return self.classpath.version if self.classpath else "unknown"
+
+    @property
+    def bootstrap_servers(self) -> str:
+        return ",".join(f"127.0.0.1:{n.broker_port}" for n in self.nodes)
+
+    def start(self) -> JvmKafkaCluster:
+        self.classpath = resolve_classpath()
+        begun = time.monotonic()
+        cluster_id = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+        log4j = self.workdir / "log4j2.yaml"
+        self.workdir.mkdir(parents=True, exist_ok=True)
+        log4j.write_text(resources.files("static_consumer.testing").joinpath("log4j2.yaml").read_text())
+        try:
+            for node in self.nodes:
+                self._write_config(node)
+                self._format(node, cluster_id)
+            for node in self.nodes:
+                self.start_node(node.node_id, wait=False)
+            self.wait_ready()
+        except BaseException:
+            self.stop()
+            raise
+        self.start_seconds = time.monotonic() - begun
+        return self
+
+    def stop(self) -> None:
+        for node in self.nodes:  # signal all first: stopping one by one takes a controller timeout each
+            if node.running and node.process is not None:
+                node.process.send_signal(signal.SIGTERM)
+        for node in self.nodes:
+            self.stop_node(node.node_id)
+        # Broker data can be large; the logs stay behind for post-mortems.
+        if self._owns_workdir and os.environ.get("STATIC_CONSUMER_KEEP_BROKER_DATA") != "1":
+            for node in self.nodes:
+                shutil.rmtree(node.directory / "data", ignore_errors=True)
+
+    def node(self, node_id: int) -> JvmNode:
+        for node in self.nodes:
+            if node.node_id == node_id:
+                return node
+        raise KeyError(f"no node {node_id}; nodes are {[n.node_id for n in self.nodes]}")
+
+    def start_node(self, node_id: int, *, wait: bool = True) -> None:
+        node = self.node(node_id)
+        if node.running:
+            return
+        assert self.classpath is not None, "start() the cluster first"
+        node._log = open(node.log_path, "ab")  # noqa: SIM115 - closed in stop_node
+        cmd = [
+            self._java,
+            f"-Xms{self.heap}",
+            f"-Xmx{self.heap}",
+            "-XX:+UseG1GC",
+            "-Djava.awt.headless=true",
+            f"-Dlog4j2.configurationFile={self.workdir / 'log4j2.yaml'}",
+            "-cp",
+            self.classpath.java_classpath,
+            "kafka.Kafka",
+            str(node.config_path),
+        ]
+        node.process = subprocess.Popen(
+            cmd, stdout=node._log, stderr=subprocess.STDOUT, preexec_fn=_die_with_parent  # noqa: PLW1509
+        )
+        if wait:
+            self.wait_ready()
+
+    def stop_node(self, node_id: int, *, hard: bool = False, timeout_s: float = 30.0) -> None:
+        """Clean shutdown (SIGTERM, then SIGKILL after ``timeout_s``) or, with ``hard``, kill -9."""
+        node = self.node(node_id)
+        proc = node.process
+        if proc is not None and proc.poll() is None:
+            proc.send_signal(signal.SIGKILL if hard else signal.SIGTERM)
+            try:
+                proc.wait(timeout=timeout_s)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait(timeout=10)
+        if node._log is not None:
+            node._log.close()
+            node._log = None
+
+    def restart_node(self, node_id: int, *, hard: bool = False) -> None:
+        self.stop_node(node_id, hard=hard)
+        self.start_node(node_id, wait=True)
+
+    def _kill_all(self) -> None:
+        for node in self.nodes:
+            if node.running and node.process is not None:
+                node.process.kill()
+
+    # ------------------------------------------------------------------------------------ readiness
+    def wait_ready(self, timeout_s: float | None = None) -> None:
+        """Wait until every running node answers metadata itself and the cluster sees all of them."""
+        deadline = time.monotonic() + (timeout_s or self.start_timeout_s)
+        running = [n for n in self.nodes if n.running]
+        expected = {n.node_id for n in running}
+        pending = list(running)
+        last_error = "no answer yet"
+        while pending and time.monotonic() < deadline:
+            node = pending[0]
+            if not node.running:
+                raise HarnessError(f"Kafka node {node.node_id} exited during start-up:\n{self.log_tail()}")
+            try:
+                meta = metadata(f"127.0.0.1:{node.broker_port}", timeout_s=2.0)
+                if meta.orig_broker_id == node.node_id and set(meta.brokers) >= expected:
+                    pending.pop(0)
+                    continue
+                last_error = f"node {node.node_id}: brokers {sorted(meta.brokers)} of {sorted(expected)}"
+            except Exception as exc:  # noqa: BLE001 - any failure here means "not ready yet"
+                last_error = f"node {node.node_id}: {exc}"
+            time.sleep(0.25)
+        if pending:
+            raise HarnessError(f"Kafka did not answer metadata within the bound ({last_error}):\n{self.log_tail()}")
+
+    def log_tail(self, lines: int = 40) -> str:
+        parts = []
+        for node in self.nodes:
+            if node.log_path.exists():
+                text = node.log_path.read_text(errors="replace").splitlines()[-lines:]
+                parts.append(f"--- broker node {node.node_id} log tail ({node.log_path}) ---")
+                parts.extend(text)
+        return "\n".join(parts)
+
+    def log_paths(self) -> Iterator[Path]:
+        return (n.log_path for n in self.nodes)
+
+    # --------------------------------------------------------------------------------- configuration
+    def _write_config(self, node: JvmNode) -> None:
+        node.directory.mkdir(parents=True, exist_ok=True)
+        replication = str(min(3, len(self.nodes)))
+        voters = ",".join(f"{n.node_id}@127.0.0.1:{n.controller_port}" for n in self.nodes)
+        config = {
+            "process.roles": "broker,controller",
+            "node.id": str(node.node_id),
+            "controller.quorum.voters": voters,
+            "listeners": f"PLAINTEXT://127.0.0.1:{node.broker_port},CONTROLLER://127.0.0.1:{node.controller_port}",
+            "advertised.listeners": f"PLAINTEXT://127.0.0.1:{node.broker_port}",
+            "controller.listener.names": "CONTROLLER",
+            "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT",
+            "inter.broker.listener.name": "PLAINTEXT",
+            "log.dirs": str(node.directory / "data"),
+            "offsets.topic.replication.factor": replication,
+            "transaction.state.log.replication.factor": replication,
+            "transaction.state.log.min.isr": "1",
+            "share.coordinator.state.topic.replication.factor": replication,
+            "share.coordinator.state.topic.min.isr": "1",
+            "default.replication.factor": replication,
+            **GROUP_TEST_CONFIG,
+            **self._extra,
+        }
+        node.config_path.write_text("".join(f"{k}={v}\n" for k, v in config.items()))
+
+    def _format(self, node: JvmNode, cluster_id: str) -> None:
+        assert self.classpath is not None
+        cmd = [
+            self._java,
+            "-cp",
+            self.classpath.java_classpath,
+            f"-Dlog4j2.configurationFile={self.workdir / 'log4j2.yaml'}",
+            "kafka.tools.StorageTool",
+            "format",
+            "-t",
+            cluster_id,
+            "-c",
+            str(node.config_path),
+        ]
+        done = subprocess.run(cmd, capture_output=True, text=True, timeout=120, check=False)
+        if done.returncode != 0:
+            raise HarnessError(f"formatting KRaft storage for node {node.node_id} failed:\n{done.stdout}{done.stderr}")

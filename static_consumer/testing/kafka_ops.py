@@ -1,0 +1,133 @@
+"""Small, bounded Kafka operations for tests, benchmarks and the demo (topics, producing, group reads)."""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from static_consumer.testing._classpath import HarnessError
+
+QUIET_LOGGER = logging.getLogger("static_consumer.testing.librdkafka")
+QUIET_LOGGER.addHandler(logging.NullHandler())
+QUIET_LOGGER.propagate = False  # librdkafka's connect-refused chatter while a broker starts is expected
+
+
+def _admin(bootstrap: str, extra: Mapping[str, Any] | None = None) -> Any:
+    from confluent_kafka.admin import AdminClient
+
+    return AdminClient({"bootstrap.servers": bootstrap, "socket.timeout.ms": 5000, "logger": QUIET_LOGGER, **(extra or {})})
+
+
+def metadata(bootstrap: str, timeout_s: float, extra: Mapping[str, Any] | None = None) -> Any:
+    """Cluster metadata as answered by (first) this bootstrap server."""
+    return _admin(bootstrap, extra).list_topics(timeout=timeout_s)
+
+
+def wait_for_metadata(
+    bootstrap: str, timeout_s: float, describe: Callable[[], str] | None = None
+) -> Any:
+    deadline = time.monotonic() + timeout_s
+    last = "no answer"
+    while time.monotonic() < deadline:
+        try:
+            return metadata(bootstrap, timeout_s=2.0)
+        except Exception as exc:  # noqa: BLE001 - not ready yet
+            last = str(exc)
+        time.sleep(0.25)
+    details = describe() if describe else ""
+    raise HarnessError(f"{bootstrap} did not answer metadata within {timeout_s:.0f} s ({last})\n{details}")
+
+
+def create_topic(
+    bootstrap: str,
+    name: str,
+    partitions: int,
+    *,
+    replication: int = 1,
+    config: Mapping[str, str] | None = None,
+    timeout_s: float = 30.0,
+) -> str:
+    """Create a topic and wait until every partition has a leader."""
+    from confluent_kafka.admin import NewTopic
+
+    admin = _admin(bootstrap)
+    futures = admin.create_topics(
+        [NewTopic(name, num_partitions=partitions, replication_factor=replication, config=dict(config or {}))],
+        operation_timeout=timeout_s,
+        request_timeout=timeout_s,
+    )
+    futures[name].result(timeout=timeout_s)
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        topic = admin.list_topics(topic=name, timeout=5).topics.get(name)
+        if topic is not None and topic.error is None and len(topic.partitions) == partitions:
+            if all(p.leader >= 0 for p in topic.partitions.values()):
+                return name
+        time.sleep(0.1)
+    raise HarnessError(f"topic {name} did not get leaders for {partitions} partitions within {timeout_s} s")
+
+
+def add_partitions(bootstrap: str, topic: str, total: int, timeout_s: float = 30.0) -> None:
+    from confluent_kafka.admin import NewPartitions
+
+    admin = _admin(bootstrap)  # must outlive its futures
+    futures = admin.create_partitions([NewPartitions(topic, total)], request_timeout=timeout_s)
+    futures[topic].result(timeout=timeout_s)
+
+
+def produce(
+    bootstrap: str,
+    topic: str,
+    count: int,
+    *,
+    start: int = 0,
+    partition: int | None = None,
+    timeout_s: float = 60.0,
+) -> int:
+    """Produce ``count`` records whose key and value are the decimal sequence number; returns acks."""
+    from confluent_kafka import Producer
+
+    acked = 0
+
+    def on_delivery(err: Any, _msg: Any) -> None:
+        nonlocal acked
+        if err is None:
+            acked += 1
+
+    producer = Producer(
+        {"bootstrap.servers": bootstrap, "linger.ms": 5, "acks": "all", "logger": QUIET_LOGGER}
+    )
+    for i in range(start, start + count):
+        payload = str(i).encode()
+        kwargs: dict[str, Any] = {"key": payload, "value": payload, "on_delivery": on_delivery}
+        if partition is not None:
+            kwargs["partition"] = partition
+        while True:
+            try:
+                producer.produce(topic, **kwargs)
+                break
+            except BufferError:
+                producer.poll(0.1)
+    remaining = producer.flush(timeout_s)
+    if remaining or acked != count:
+        raise HarnessError(f"produced {acked} of {count} records to {topic} ({remaining} still queued)")
+    return acked
+
+
+def describe_group(bootstrap: str, group_id: str, timeout_s: float = 10.0) -> Any:
+    """confluent-kafka's ConsumerGroupDescription for ``group_id``."""
+    admin = _admin(bootstrap)  # must outlive its futures
+    futures = admin.describe_consumer_groups([group_id], request_timeout=timeout_s)
+    return futures[group_id].result(timeout=timeout_s)
+
+
+def committed_offsets(bootstrap: str, group_id: str, topic: str, partitions: int) -> dict[int, int]:
+    """The group's committed offset per partition (missing partitions have none)."""
+    from confluent_kafka import ConsumerGroupTopicPartitions, TopicPartition
+
+    request = ConsumerGroupTopicPartitions(group_id, [TopicPartition(topic, p) for p in range(partitions)])
+    admin = _admin(bootstrap)  # must outlive its futures
+    result = admin.list_consumer_group_offsets([request], request_timeout=10)[group_id].result(10)
+    return {tp.partition: tp.offset for tp in result.topic_partitions if tp.offset >= 0}

@@ -1,0 +1,150 @@
+"""pytest plugin (entry point ``static_consumer``): real-Kafka fixtures for your integration tests.
+
+Fixtures:
+
+- ``kafka_cluster`` (session): a real Apache Kafka broker: ``KAFKA_BOOTSTRAP_SERVERS`` if set, else the
+  ``apache/kafka`` image through pytest-docker when a Docker engine answers, else a KRaft broker on the
+  JVM from Maven Central jars. Never skipped: if no broker can start, the test errors with the broker log.
+- ``kafka_bootstrap_servers`` (session): its bootstrap string.
+- ``kafka_topic_factory``: ``make_topic(partitions=1, prefix="t") -> name`` with a unique name.
+- ``kafka_group_id_factory``: ``make_group(prefix="g") -> group id``, unique.
+- ``kafka_consumer_process_factory``: ``start(spec, name=...) -> ConsumerProcess``; every child is killed
+  at teardown.
+- ``kafka_jvm_cluster_factory``: ``start(nodes=3, extra_config={...}) -> JvmKafkaCluster`` for tests that
+  restart brokers or need other broker settings; stopped at teardown.
+"""
+
+from __future__ import annotations
+
+import os
+import uuid
+from collections.abc import Callable, Iterator, Mapping
+from typing import Any
+
+import pytest
+
+from static_consumer.testing.backends import KafkaCluster, local_cluster
+from static_consumer.testing.jvm import JvmKafkaCluster
+from static_consumer.testing.kafka_ops import create_topic
+from static_consumer.testing.processes import ConsumerProcess
+
+_clusters: list[KafkaCluster] = []
+_summary: list[str] = []
+
+
+def _announce(config: pytest.Config, line: str) -> None:
+    _summary.append(line)
+    reporter = config.pluginmanager.get_plugin("terminalreporter")
+    if reporter is not None:
+        reporter.write_line(f"[static_consumer] {line}")
+
+
+def _describe_start(cluster: Any) -> str:
+    classpath = getattr(cluster, "classpath", None)
+    resolve = (
+        f"; classpath {'cached' if classpath.cached else 'resolved from Maven Central'} in {classpath.resolve_seconds:.1f} s"
+        if classpath is not None
+        else ""
+    )
+    started = f"{cluster.start_seconds:.1f} s" if cluster.start_seconds is not None else "n/a"
+    return (
+        f"Apache Kafka {cluster.version} via {cluster.backend} at {cluster.bootstrap_servers}: "
+        f"broker start-up {started}{resolve}"
+    )
+
+
+@pytest.fixture(scope="session")
+def kafka_cluster(pytestconfig: pytest.Config) -> Iterator[KafkaCluster]:
+    with local_cluster(os.environ) as cluster:
+        _clusters.append(cluster)
+        _announce(pytestconfig, _describe_start(cluster))
+        try:
+            yield cluster
+        finally:
+            _clusters.remove(cluster)
+
+
+@pytest.fixture(scope="session")
+def kafka_bootstrap_servers(kafka_cluster: KafkaCluster) -> str:
+    return kafka_cluster.bootstrap_servers
+
+
+def _unique(prefix: str, request: pytest.FixtureRequest) -> str:
+    test = "".join(c if c.isalnum() else "-" for c in request.node.name)[:40].strip("-")
+    return f"{prefix}-{test}-{uuid.uuid4().hex[:8]}"
+
+
+@pytest.fixture
+def kafka_topic_factory(kafka_bootstrap_servers: str, request: pytest.FixtureRequest) -> Callable[..., str]:
+    def make_topic(partitions: int = 1, prefix: str = "t", *, bootstrap: str | None = None, replication: int = 1,
+                   config: Mapping[str, str] | None = None) -> str:
+        return create_topic(
+            bootstrap or kafka_bootstrap_servers,
+            _unique(prefix, request),
+            partitions,
+            replication=replication,
+            config=config,
+        )
+
+    return make_topic
+
+
+@pytest.fixture
+def kafka_group_id_factory(request: pytest.FixtureRequest) -> Callable[..., str]:
+    def make_group(prefix: str = "g") -> str:
+        return _unique(prefix, request)
+
+    return make_group
+
+
+@pytest.fixture
+def kafka_consumer_process_factory(request: pytest.FixtureRequest) -> Iterator[Callable[..., ConsumerProcess]]:
+    started: list[ConsumerProcess] = []
+
+    def start(spec: Mapping[str, Any], name: str | None = None, env: Mapping[str, str] | None = None) -> ConsumerProcess:
+        proc = ConsumerProcess(spec, name=name or f"consumer-{len(started) + 1}", env=env)
+        started.append(proc)
+        return proc
+
+    yield start
+    for proc in started:
+        proc.kill()
+    failed = getattr(request.node, "_static_consumer_failed", False)
+    if failed:
+        for proc in started:
+            print(f"--- {proc.name} stderr tail ---\n{proc.stderr_tail()}")
+
+
+@pytest.fixture
+def kafka_jvm_cluster_factory(pytestconfig: pytest.Config) -> Iterator[Callable[..., JvmKafkaCluster]]:
+    started: list[JvmKafkaCluster] = []
+
+    def start(nodes: int = 3, extra_config: Mapping[str, str] | None = None) -> JvmKafkaCluster:
+        cluster = JvmKafkaCluster(nodes, extra_config=extra_config)
+        started.append(cluster)
+        _clusters.append(cluster)
+        cluster.start()
+        _announce(pytestconfig, f"{nodes}-node " + _describe_start(cluster))
+        return cluster
+
+    yield start
+    for cluster in started:
+        cluster.stop()
+        _clusters.remove(cluster)
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Iterator[None]:
+    outcome = yield
+    report = outcome.get_result()
+    if report.failed:
+        item._static_consumer_failed = True  # type: ignore[attr-defined]
+        for cluster in list(_clusters):
+            report.sections.append((f"kafka broker log ({cluster.backend})", cluster.log_tail(60)))
+
+
+def pytest_terminal_summary(terminalreporter: Any) -> None:
+    if _summary:
+        terminalreporter.section("static_consumer: Kafka brokers")
+        for line in _summary:
+            terminalreporter.write_line(line)

@@ -1,0 +1,132 @@
+"""Run consumers in child processes (so tests can SIGTERM or SIGKILL them) and collect their events."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any
+
+Event = dict[str, Any]
+
+
+class ConsumerProcess:
+    """One child consumer (see ``static_consumer.testing.child`` for the spec and the events)."""
+
+    def __init__(self, spec: Mapping[str, Any], *, name: str = "consumer", env: Mapping[str, str] | None = None):
+        self.spec = dict(spec)
+        self.name = name
+        self._events: list[Event] = []
+        self._cond = threading.Condition()
+        self._stderr = Path(tempfile.mkstemp(prefix=f"{name}-", suffix=".stderr")[1])
+        child_env = {**os.environ, **(env or {})}
+        with open(self._stderr, "wb") as err:
+            self.proc = subprocess.Popen(
+                [sys.executable, "-m", "static_consumer.testing.child", json.dumps(self.spec)],
+                stdout=subprocess.PIPE,
+                stderr=err,
+                env=child_env,
+            )
+        self._reader = threading.Thread(target=self._read, name=f"{name}-events", daemon=True)
+        self._reader.start()
+
+    def _read(self) -> None:
+        assert self.proc.stdout is not None
+        for line in self.proc.stdout:
+            try:
+                event = json.loads(line)
+            except ValueError:
+                continue
+            with self._cond:
+                self._events.append(event)
+                self._cond.notify_all()
+        with self._cond:
+            self._cond.notify_all()
+
+    # ----------------------------------------------------------------------------------- observing
+    def events(self, kind: str | None = None) -> list[Event]:
+        with self._cond:
+            return [e for e in self._events if kind is None or e["kind"] == kind]
+
+    def wait_for(self, predicate: Callable[[Event], bool], timeout_s: float, what: str = "event") -> Event:
+        """The first event (old or new) that satisfies ``predicate``; AssertionError after ``timeout_s``."""
+        deadline = time.monotonic() + timeout_s
+        with self._cond:
+            while True:
+                for event in self._events:
+                    if predicate(event):
+                        return event
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    break
+                if self.proc.poll() is not None and not self._reader.is_alive():
+                    break
+                self._cond.wait(min(remaining, 0.5))
+        raise AssertionError(
+            f"{self.name}: no {what} within {timeout_s} s (exit code {self.proc.poll()}); "
+            f"last events {self.events()[-5:]}\nstderr tail:\n{self.stderr_tail()}"
+        )
+
+    def wait_for_kind(self, kind: str, timeout_s: float, after: float = 0.0) -> Event:
+        return self.wait_for(lambda e: e["kind"] == kind and e["ts"] >= after, timeout_s, what=kind)
+
+    def records(self) -> list[tuple[str, int, int]]:
+        return [(t, p, o) for e in self.events("records") for t, p, o in e["records"]]
+
+    def assignment(self) -> set[tuple[str, int]]:
+        """Partitions owned now, from the assigned/revoked/lost events seen so far (eager protocol)."""
+        owned: set[tuple[str, int]] = set()
+        for event in self.events():
+            if event["kind"] == "assigned":
+                owned = {(t, p) for t, p in event["partitions"]}
+            elif event["kind"] in ("revoked", "lost"):
+                owned -= {(t, p) for t, p in event["partitions"]}
+        return owned
+
+    def stderr_tail(self, lines: int = 30) -> str:
+        return "\n".join(self._stderr.read_text(errors="replace").splitlines()[-lines:])
+
+    # ------------------------------------------------------------------------------------ stopping
+    @property
+    def returncode(self) -> int | None:
+        return self.proc.poll()
+
+    def terminate(self) -> None:
+        """SIGTERM: the child finishes its batch, commits and closes."""
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+
+    def kill(self) -> None:
+        """SIGKILL: no commit, no close, nothing sent to the broker."""
+        if self.proc.poll() is None:
+            self.proc.kill()
+        self.proc.wait(timeout=10)
+
+    def wait(self, timeout_s: float = 30.0) -> int:
+        try:
+            code = self.proc.wait(timeout=timeout_s)
+        except subprocess.TimeoutExpired as exc:
+            self.kill()
+            raise AssertionError(f"{self.name} did not exit within {timeout_s} s\n{self.stderr_tail()}") from exc
+        self._reader.join(timeout=5)
+        return code
+
+    def stop(self, timeout_s: float = 30.0) -> int:
+        self.terminate()
+        return self.wait(timeout_s)
+
+
+def wait_until(condition: Callable[[], bool], timeout_s: float, what: str, poll_s: float = 0.1) -> None:
+    """Poll ``condition`` until it holds; AssertionError naming ``what`` after ``timeout_s``."""
+    deadline = time.monotonic() + timeout_s
+    while not condition():
+        if time.monotonic() >= deadline:
+            raise AssertionError(f"timed out after {timeout_s} s waiting for {what}")
+        time.sleep(poll_s)

@@ -1,0 +1,28 @@
+"""Which broker backend the test harness picks (no broker needed)."""
+
+from __future__ import annotations
+
+import pytest
+
+from static_consumer.testing import HarnessError, select_backend
+
+
+def _never() -> bool:
+    raise AssertionError("the Docker engine must not be probed when an existing cluster is configured")
+
+
+def test_existing_cluster_wins_and_docker_is_not_probed() -> None:
+    assert select_backend({"KAFKA_BOOTSTRAP_SERVERS": "127.0.0.1:9092"}, _never) == "external"
+
+
+def test_docker_engine_is_next_then_the_jvm() -> None:
+    assert select_backend({}, lambda: True) == "docker"
+    assert select_backend({}, lambda: False) == "jvm"
+
+
+def test_forced_backend_is_validated() -> None:
+    assert select_backend({"STATIC_CONSUMER_BROKER": "jvm", "KAFKA_BOOTSTRAP_SERVERS": "x:1"}, _never) == "jvm"
+    with pytest.raises(HarnessError, match="jvm, docker or external"):
+        select_backend({"STATIC_CONSUMER_BROKER": "podman"}, _never)
+    with pytest.raises(HarnessError, match="needs KAFKA_BOOTSTRAP_SERVERS"):
+        select_backend({"STATIC_CONSUMER_BROKER": "external"}, _never)
