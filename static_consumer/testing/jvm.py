@@ -107,7 +107,8 @@ class JvmKafkaCluster:
         self.start_seconds: float | None = None
         ports = free_ports(2 * nodes)
         self.nodes = [
-            JvmNode(i + 1, ports[2 * i], ports[2 * i + 1], self.workdir / f"node-{i + 1}") for i in range(nodes)
+            JvmNode(i + 1, ports[2 * i], ports[2 * i + 1], self.workdir / f"node-{i + 1}")
+            for i in range(nodes)
         ]
         self._java = shutil.which("java") or "java"
         atexit.register(self._kill_all)
@@ -183,7 +184,10 @@ class JvmKafkaCluster:
             str(node.config_path),
         ]
         node.process = subprocess.Popen(
-            cmd, stdout=node._log, stderr=subprocess.STDOUT, preexec_fn=_die_with_parent  # noqa: PLW1509
+            cmd,
+            stdout=node._log,
+            stderr=subprocess.STDOUT,
+            preexec_fn=_die_with_parent,  # noqa: PLW1509
         )
         if wait:
             self.wait_ready()
@@ -234,7 +238,9 @@ class JvmKafkaCluster:
                 last_error = f"node {node.node_id}: {exc}"
             time.sleep(0.25)
         if pending:
-            raise HarnessError(f"Kafka did not answer metadata within the bound ({last_error}):\n{self.log_tail()}")
+            raise HarnessError(
+                f"Kafka did not answer metadata within the bound ({last_error}):\n{self.log_tail()}"
+            )
 
     def log_tail(self, lines: int = 40) -> str:
         parts = []
@@ -290,4 +296,6 @@ class JvmKafkaCluster:
         ]
         done = subprocess.run(cmd, capture_output=True, text=True, timeout=120, check=False)
         if done.returncode != 0:
-            raise HarnessError(f"formatting KRaft storage for node {node.node_id} failed:\n{done.stdout}{done.stderr}")
+            raise HarnessError(
+                f"formatting KRaft storage for node {node.node_id} failed:\n{done.stdout}{done.stderr}"
+            )

@@ -17,7 +17,12 @@ QUIET_LOGGER.propagate = False  # librdkafka's connect-refused chatter while a b
 def _admin(bootstrap: str, extra: Mapping[str, Any] | None = None) -> Any:
     from confluent_kafka.admin import AdminClient
 
-    return AdminClient({"bootstrap.servers": bootstrap, "socket.timeout.ms": 5000, "logger": QUIET_LOGGER, **(extra or {})})
+    config: dict[str, Any] = {
+        "bootstrap.servers": bootstrap,
+        "socket.timeout.ms": 5000,
+        "logger": QUIET_LOGGER,
+    }
+    return AdminClient({**config, **(extra or {})})
 
 
 def metadata(bootstrap: str, timeout_s: float, extra: Mapping[str, Any] | None = None) -> Any:
@@ -25,9 +30,7 @@ def metadata(bootstrap: str, timeout_s: float, extra: Mapping[str, Any] | None =
     return _admin(bootstrap, extra).list_topics(timeout=timeout_s)
 
 
-def wait_for_metadata(
-    bootstrap: str, timeout_s: float, describe: Callable[[], str] | None = None
-) -> Any:
+def wait_for_metadata(bootstrap: str, timeout_s: float, describe: Callable[[], str] | None = None) -> Any:
     deadline = time.monotonic() + timeout_s
     last = "no answer"
     while time.monotonic() < deadline:
@@ -50,11 +53,15 @@ def create_topic(
     timeout_s: float = 30.0,
 ) -> str:
     """Create a topic and wait until every partition has a leader."""
-    from confluent_kafka.admin import NewTopic
+    from confluent_kafka.cimpl import NewTopic
 
     admin = _admin(bootstrap)
     futures = admin.create_topics(
-        [NewTopic(name, num_partitions=partitions, replication_factor=replication, config=dict(config or {}))],
+        [
+            NewTopic(
+                name, num_partitions=partitions, replication_factor=replication, config=dict(config or {})
+            )
+        ],
         operation_timeout=timeout_s,
         request_timeout=timeout_s,
     )
@@ -70,7 +77,7 @@ def create_topic(
 
 
 def add_partitions(bootstrap: str, topic: str, total: int, timeout_s: float = 30.0) -> None:
-    from confluent_kafka.admin import NewPartitions
+    from confluent_kafka.cimpl import NewPartitions
 
     admin = _admin(bootstrap)  # must outlive its futures
     futures = admin.create_partitions([NewPartitions(topic, total)], request_timeout=timeout_s)

@@ -41,11 +41,10 @@ def _announce(config: pytest.Config, line: str) -> None:
 
 def _describe_start(cluster: Any) -> str:
     classpath = getattr(cluster, "classpath", None)
-    resolve = (
-        f"; classpath {'cached' if classpath.cached else 'resolved from Maven Central'} in {classpath.resolve_seconds:.1f} s"
-        if classpath is not None
-        else ""
-    )
+    resolve = ""
+    if classpath is not None:
+        how = "cached" if classpath.cached else "resolved from Maven Central"
+        resolve = f"; classpath {how} in {classpath.resolve_seconds:.1f} s"
     started = f"{cluster.start_seconds:.1f} s" if cluster.start_seconds is not None else "n/a"
     return (
         f"Apache Kafka {cluster.version} via {cluster.backend} at {cluster.bootstrap_servers}: "
@@ -76,8 +75,14 @@ def _unique(prefix: str, request: pytest.FixtureRequest) -> str:
 
 @pytest.fixture
 def kafka_topic_factory(kafka_bootstrap_servers: str, request: pytest.FixtureRequest) -> Callable[..., str]:
-    def make_topic(partitions: int = 1, prefix: str = "t", *, bootstrap: str | None = None, replication: int = 1,
-                   config: Mapping[str, str] | None = None) -> str:
+    def make_topic(
+        partitions: int = 1,
+        prefix: str = "t",
+        *,
+        bootstrap: str | None = None,
+        replication: int = 1,
+        config: Mapping[str, str] | None = None,
+    ) -> str:
         return create_topic(
             bootstrap or kafka_bootstrap_servers,
             _unique(prefix, request),
@@ -98,10 +103,14 @@ def kafka_group_id_factory(request: pytest.FixtureRequest) -> Callable[..., str]
 
 
 @pytest.fixture
-def kafka_consumer_process_factory(request: pytest.FixtureRequest) -> Iterator[Callable[..., ConsumerProcess]]:
+def kafka_consumer_process_factory(
+    request: pytest.FixtureRequest,
+) -> Iterator[Callable[..., ConsumerProcess]]:
     started: list[ConsumerProcess] = []
 
-    def start(spec: Mapping[str, Any], name: str | None = None, env: Mapping[str, str] | None = None) -> ConsumerProcess:
+    def start(
+        spec: Mapping[str, Any], name: str | None = None, env: Mapping[str, str] | None = None
+    ) -> ConsumerProcess:
         proc = ConsumerProcess(spec, name=name or f"consumer-{len(started) + 1}", env=env)
         started.append(proc)
         return proc
@@ -134,8 +143,8 @@ def kafka_jvm_cluster_factory(pytestconfig: pytest.Config) -> Iterator[Callable[
 
 
 @pytest.hookimpl(hookwrapper=True)
-def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Iterator[None]:
-    outcome = yield
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Iterator[Any]:
+    outcome: Any = yield
     report = outcome.get_result()
     if report.failed:
         item._static_consumer_failed = True  # type: ignore[attr-defined]

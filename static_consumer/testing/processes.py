@@ -20,7 +20,9 @@ Event = dict[str, Any]
 class ConsumerProcess:
     """One child consumer (see ``static_consumer.testing.child`` for the spec and the events)."""
 
-    def __init__(self, spec: Mapping[str, Any], *, name: str = "consumer", env: Mapping[str, str] | None = None):
+    def __init__(
+        self, spec: Mapping[str, Any], *, name: str = "consumer", env: Mapping[str, str] | None = None
+    ):
         self.spec = dict(spec)
         self.name = name
         self._events: list[Event] = []
@@ -114,7 +116,9 @@ class ConsumerProcess:
             code = self.proc.wait(timeout=timeout_s)
         except subprocess.TimeoutExpired as exc:
             self.kill()
-            raise AssertionError(f"{self.name} did not exit within {timeout_s} s\n{self.stderr_tail()}") from exc
+            raise AssertionError(
+                f"{self.name} did not exit within {timeout_s} s\n{self.stderr_tail()}"
+            ) from exc
         self._reader.join(timeout=5)
         return code
 

@@ -1,0 +1,263 @@
+"""What the user asked for: one frozen, validated settings object.
+
+Every field can come from the environment as ``STATIC_CONSUMER_<FIELD>`` (``topics`` as ``a,b``,
+``librdkafka`` as a JSON object). Validation happens once, in the constructor, and every failure is a
+:class:`~static_consumer.errors.ConfigurationError` whose message names the field, its environment
+variable and what to change. The constructor itself wraps pydantic's ``ValidationError`` (so no code
+path can get a raw pydantic error); ``ConsumerSettings.load(**overrides)`` is the same call, typed for
+the case where required fields come from the environment.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from types import MappingProxyType
+from typing import TYPE_CHECKING, Annotated, Any, Literal
+
+from pydantic import (
+    Field,
+    FieldSerializationInfo,
+    SecretStr,
+    ValidationError,
+    field_serializer,
+    field_validator,
+    model_validator,
+)
+from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict, SettingsError
+
+from static_consumer._settings_rules import (
+    CLASSIC_ONLY_KEYS,
+    ENV_PREFIX,
+    OWNED_KEYS,
+    REDACTED,
+    combination_problems,
+    describe,
+    env_var,
+    is_secret_key,
+    is_server,
+    is_topic,
+    redact_items,
+    split_servers,
+)
+from static_consumer.errors import ConfigurationError
+
+LibrdkafkaValue = str | int | float | bool
+_ENV_HINT = "STATIC_CONSUMER_LIBRDKAFKA must be a JSON object, e.g. '{\"fetch.min.bytes\": 1024}'"
+
+
+class ConsumerSettings(BaseSettings):
+    """Settings for a static-membership consumer. Frozen; see docs/configuration.md for every field."""
+
+    model_config = SettingsConfigDict(
+        env_prefix=ENV_PREFIX, frozen=True, extra="forbid", env_ignore_empty=True, validate_default=True
+    )
+
+    bootstrap_servers: str = Field(description="Comma-separated `host:port` list of bootstrap brokers.")
+    group_id: str = Field(min_length=1, description="Consumer group id (`group.id`).")
+    topics: Annotated[tuple[str, ...], NoDecode] = Field(
+        default=(), description="Topics to consume; comma-separated in the environment. `^regex` allowed."
+    )
+    instance_id: str | None = Field(
+        default=None,
+        description="Explicit `group.instance.id`. Overrides the id derived from the pod name. Checked "
+        "against Kafka's rules (1-249 chars of `[A-Za-z0-9._-]`, not `.` or `..`) when the identity "
+        "is resolved.",
+    )
+    instance_id_template: str = Field(
+        default="{pod}",
+        description="How to build `group.instance.id` from a StatefulSet pod name. Placeholders: `{pod}`, "
+        "`{statefulset}`, `{ordinal}`, `{group}`; must contain `{pod}` or `{ordinal}` so replicas differ.",
+    )
+    allow_unstable_instance_id: bool = Field(
+        default=False,
+        description="Accept pod names that change on every rollout (Deployment/ReplicaSet pods). Such ids "
+        "defeat static membership; prefer a StatefulSet or an explicit `instance_id`.",
+    )
+    protocol: Literal["classic", "consumer"] = Field(
+        default="classic",
+        description="Group protocol: `classic` (JoinGroup/SyncGroup) or `consumer` (KIP-848, Kafka 4.0+).",
+    )
+    session_timeout_ms: int = Field(
+        default=45000,
+        gt=0,
+        description="Classic protocol: how long the broker waits for a silent member (e.g. a restarting pod) "
+        "before rebalancing. Must lie within the broker's group.min/max.session.timeout.ms. Not settable "
+        "with protocol `consumer` (broker-side `group.consumer.session.timeout.ms`).",
+    )
+    heartbeat_interval_ms: int | None = Field(
+        default=None,
+        gt=0,
+        description="Classic protocol: heartbeat interval; must be below `session_timeout_ms`. "
+        "Default: min(3000, session_timeout_ms / 3).",
+    )
+    max_poll_interval_ms: int = Field(
+        default=300000,
+        gt=0,
+        description="Longest allowed gap between polls before the member is considered stuck; at least "
+        "`session_timeout_ms`.",
+    )
+    assignment_strategy: Literal["range", "roundrobin"] = Field(
+        default="range",
+        description="Classic protocol: client-side assignor. Both order members by instance id, so a "
+        "restarted static member gets its partitions back. `cooperative-sticky` is refused.",
+    )
+    remote_assignor: Literal["uniform", "range"] | None = Field(
+        default=None, description="Consumer protocol only: broker-side assignor (`group.remote.assignor`)."
+    )
+    static_policy: Literal["require", "warn", "dynamic"] = Field(
+        default="require",
+        description="`require`: fail if the broker cannot do static membership; `warn`: fall back to a "
+        "dynamic member with a warning; `dynamic`: never send `group.instance.id`.",
+    )
+    expected_restart_ms: int | None = Field(
+        default=None,
+        gt=0,
+        description="How long a pod restart takes. A warning is emitted when the session timeout is "
+        "shorter, because the group would rebalance during every restart.",
+    )
+    assignment_mode: Literal["group", "ordinal"] = Field(
+        default="group",
+        description="`group`: the broker group assigns partitions; `ordinal`: each StatefulSet replica "
+        "takes its share by ordinal (manual assignment, needs `replicas`).",
+    )
+    replicas: int | None = Field(
+        default=None, ge=1, description="Ordinal mode only: the StatefulSet replica count."
+    )
+    auto_offset_reset: Literal["earliest", "latest"] = Field(
+        default="earliest", description="Where to start when the group has no committed offset."
+    )
+    security_protocol: Literal["PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"] = Field(
+        default="PLAINTEXT", description="How to talk to the brokers."
+    )
+    sasl_mechanism: Literal["PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"] | None = Field(
+        default=None, description="Required with `SASL_PLAINTEXT`/`SASL_SSL`."
+    )
+    sasl_username: str | None = Field(default=None, description="SASL user; required with SASL.")
+    sasl_password: SecretStr | None = Field(
+        default=None, description="SASL password; required with SASL. Never shown in repr, logs or errors."
+    )
+    ssl_ca_location: str | None = Field(default=None, description="CA certificate file (PEM) for SSL.")
+    ssl_certificate_location: str | None = Field(
+        default=None, description="Client certificate file (PEM) for mutual TLS; needs `ssl_key_location`."
+    )
+    ssl_key_location: str | None = Field(
+        default=None, description="Client private key file (PEM) for mutual TLS."
+    )
+    ssl_key_password: SecretStr | None = Field(
+        default=None, description="Password of the client private key. Never shown."
+    )
+    connect_timeout_s: float = Field(
+        default=30.0, gt=0, description="Bound for reaching the bootstrap servers (probe and first metadata)."
+    )
+    shutdown_timeout_s: float = Field(
+        default=25.0,
+        gt=0,
+        description="Bound for the SIGTERM path (finish the batch, commit, close). Keep it below the pod's "
+        "terminationGracePeriodSeconds.",
+    )
+    librdkafka: Mapping[str, LibrdkafkaValue] = Field(
+        default_factory=dict,
+        description="Extra librdkafka properties (a JSON object in the environment; read-only once built). "
+        "Keys the library owns are refused with the field to use instead; secret-looking values are "
+        "never shown.",
+    )
+
+    if not TYPE_CHECKING:  # runtime-only, so type checkers keep the field-derived signature
+
+        def __init__(self, **values: Any) -> None:
+            message = None
+            try:
+                super().__init__(**values)
+            except ValidationError as exc:
+                message = describe(exc, type(self).model_fields)
+            except SettingsError as exc:  # an environment value that is not valid JSON
+                message = f"invalid consumer settings:\n  - {exc}; {_ENV_HINT}"
+            if message is not None:
+                # Raised outside the except block: the ValidationError (which can hold raw input values,
+                # secrets included) must not ride along as __context__.
+                raise ConfigurationError(message)
+
+    @classmethod
+    def load(cls, **overrides: Any) -> ConsumerSettings:
+        """Build from the environment, with ``overrides`` winning. Same as the constructor, but typed
+        for the usual case where required fields come from ``STATIC_CONSUMER_*`` variables."""
+        return cls(**overrides)
+
+    @field_validator("bootstrap_servers")
+    @classmethod
+    def _check_servers(cls, value: str) -> str:
+        servers = split_servers(value)
+        bad = [s for s in servers if not is_server(s)]
+        if not servers or bad:
+            raise ValueError(
+                f"every entry must be host:port (got {bad or value!r}), e.g. 'kafka-0:9092,kafka-1:9092'"
+            )
+        return ",".join(servers)
+
+    @field_validator("topics", mode="before")
+    @classmethod
+    def _split_topics(cls, value: object) -> object:
+        if isinstance(value, str):
+            return tuple(t.strip() for t in value.split(",") if t.strip())
+        return value
+
+    @field_validator("topics")
+    @classmethod
+    def _check_topics(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        bad = [t for t in value if not is_topic(t)]
+        if bad:
+            raise ValueError(
+                f"invalid topic names {bad}: use 1-249 characters of [A-Za-z0-9._-], "
+                "or a '^regex' subscription"
+            )
+        return value
+
+    @field_validator("assignment_strategy", mode="before")
+    @classmethod
+    def _refuse_cooperative(cls, value: object) -> object:
+        if isinstance(value, str) and "sticky" in value:
+            raise ValueError(
+                f"{value!r} orders members by member id, which is random on every restart, so a restarted "
+                "static member can get different partitions; use 'range' or 'roundrobin', which order by "
+                "group.instance.id"
+            )
+        return value
+
+    @field_validator("librdkafka")
+    @classmethod
+    def _freeze_passthrough(cls, value: Mapping[str, LibrdkafkaValue]) -> Mapping[str, LibrdkafkaValue]:
+        return MappingProxyType(dict(value))
+
+    @field_serializer("librdkafka")
+    def _dump_passthrough(
+        self, value: Mapping[str, LibrdkafkaValue], info: FieldSerializationInfo
+    ) -> dict[str, Any]:
+        # Like SecretStr: Python dumps keep values usable, JSON dumps (logs, APIs) hide secret ones.
+        if info.mode_is_json():
+            return redact_items(value.items())
+        return dict(value)
+
+    @model_validator(mode="after")
+    def _check_combinations(self) -> ConsumerSettings:
+        problems = combination_problems(self)
+        if problems:
+            raise ValueError("\n".join(problems))
+        return self
+
+    def __repr_args__(self) -> Any:
+        for name, value in super().__repr_args__():
+            if name == "librdkafka" and isinstance(value, Mapping):
+                value = redact_items(value.items())
+            yield name, value
+
+
+__all__ = [
+    "CLASSIC_ONLY_KEYS",
+    "ENV_PREFIX",
+    "OWNED_KEYS",
+    "REDACTED",
+    "ConsumerSettings",
+    "LibrdkafkaValue",
+    "env_var",
+    "is_secret_key",
+]

@@ -1,0 +1,116 @@
+"""Secrets never show up in repr/str, JSON dumps, configuration errors, redacted configs or probe errors."""
+
+from __future__ import annotations
+
+import os
+import traceback
+from typing import Any
+
+import pytest
+
+from static_consumer._config import admin_config, consumer_config, kafka_python_config, redacted
+from static_consumer._probe import probe
+from static_consumer.errors import BrokerUnavailableError, ConfigurationError
+from static_consumer.settings import ConsumerSettings
+
+PASSWORD = "sasl-pw-Zq81"
+KEY_PASSWORD = "key-pw-Lm27"
+CLIENT_SECRET = "oauth-secret-Xy93"
+KEYSTORE_PASSWORD = "keystore-pw-Rt55"
+SECRETS = (PASSWORD, KEY_PASSWORD, CLIENT_SECRET, KEYSTORE_PASSWORD)
+
+FULL: dict[str, Any] = {
+    "bootstrap_servers": "k:9092",
+    "group_id": "orders",
+    "security_protocol": "SASL_SSL",
+    "sasl_mechanism": "SCRAM-SHA-256",
+    "sasl_username": "svc",
+    "sasl_password": PASSWORD,
+    "ssl_certificate_location": "/c.pem",
+    "ssl_key_location": "/k.pem",
+    "ssl_key_password": KEY_PASSWORD,
+    "librdkafka": {
+        "sasl.oauthbearer.client.secret": CLIENT_SECRET,
+        "ssl.keystore.password": KEYSTORE_PASSWORD,
+        "fetch.min.bytes": 1,
+    },
+}
+
+
+def assert_clean(text: str) -> None:
+    leaked = [s for s in SECRETS if s in text]
+    assert leaked == [], f"secrets leaked: {leaked}"
+
+
+@pytest.fixture(autouse=True)
+def _clean_env(monkeypatch: pytest.MonkeyPatch) -> None:
+    for name in list(os.environ):
+        if name.startswith("STATIC_CONSUMER_"):
+            monkeypatch.delenv(name)
+
+
+def test_settings_repr_str_and_json_hide_every_secret() -> None:
+    s = ConsumerSettings(**FULL)
+    for text in (repr(s), str(s), f"{s}", f"{s!r}", s.model_dump_json(), repr(s.sasl_password)):
+        assert_clean(text)
+    assert "fetch.min.bytes" in repr(s)  # only the secret values are hidden, not the passthrough
+
+
+def test_secrets_are_still_usable() -> None:
+    s = ConsumerSettings(**FULL)
+    assert s.sasl_password is not None and s.sasl_password.get_secret_value() == PASSWORD
+    assert s.librdkafka["sasl.oauthbearer.client.secret"] == CLIENT_SECRET
+
+
+def test_secrets_from_the_environment_are_hidden_too(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("STATIC_CONSUMER_SASL_PASSWORD", PASSWORD)
+    passthrough = f'{{"sasl.oauthbearer.client.secret": "{CLIENT_SECRET}"}}'
+    monkeypatch.setenv("STATIC_CONSUMER_LIBRDKAFKA", passthrough)
+    s = ConsumerSettings.load(**{k: v for k, v in FULL.items() if k not in ("sasl_password", "librdkafka")})
+    assert_clean(repr(s))
+
+
+def test_unparsable_json_from_the_environment_is_a_clean_configuration_error(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("STATIC_CONSUMER_LIBRDKAFKA", f'{{"ssl.keystore.password": "{KEYSTORE_PASSWORD}"')
+    with pytest.raises(ConfigurationError, match="must be a JSON object") as info:
+        ConsumerSettings(bootstrap_servers="k:1", group_id="g")
+    assert_clean("".join(traceback.format_exception(info.value)))
+
+
+@pytest.mark.parametrize(
+    "broken",
+    [
+        {"sasl_username": None},  # cross-field error while the password is set
+        {"security_protocol": "PLAINTEXT"},  # sasl_* and ssl_* refused
+        {"session_timeout_ms": "soon"},  # field error next to the secrets
+        {"librdkafka": {"sasl.oauthbearer.client.secret": [CLIENT_SECRET], "group.id": "x"}},  # bad type
+        {"sasl_password": [PASSWORD]},  # the secret itself has the wrong type
+        {"ssl_key_password": {"nested": KEY_PASSWORD}},
+    ],
+)
+def test_configuration_errors_never_echo_secrets(broken: dict[str, Any]) -> None:
+    with pytest.raises(ConfigurationError) as info:
+        ConsumerSettings(**(FULL | broken))
+    assert_clean(str(info.value))
+    assert_clean("".join(traceback.format_exception(info.value)))  # no chained ValidationError either
+
+
+def test_redacted_client_configs_hide_secrets_the_raw_ones_need() -> None:
+    s = ConsumerSettings(**FULL)
+    raw = consumer_config(s, "orders-0")
+    assert raw["sasl.password"] == PASSWORD and raw["ssl.key.password"] == KEY_PASSWORD
+    for cfg in (raw, admin_config(s), kafka_python_config(s)):
+        assert_clean(repr(redacted(cfg)))
+    assert redacted(raw)["ssl.key.location"] == "/k.pem"  # paths stay visible for debugging
+
+
+def test_probe_errors_never_show_the_password() -> None:
+    s = ConsumerSettings(**{k: v for k, v in FULL.items() if not k.startswith(("ssl_", "librdkafka"))}
+                         | {"security_protocol": "SASL_PLAINTEXT", "bootstrap_servers": "127.0.0.1:1",
+                            "connect_timeout_s": 0.3})
+    with pytest.raises(BrokerUnavailableError) as info:
+        probe(s)
+    assert_clean(str(info.value))
+    assert_clean("".join(traceback.format_exception(info.value)))
