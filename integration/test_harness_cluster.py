@@ -11,7 +11,9 @@ from static_consumer.testing.kafka_ops import metadata
 def _total_records(bootstrap: str, topic: str) -> int:
     from confluent_kafka import Consumer, TopicPartition
 
-    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "harness-count", "enable.auto.commit": False})
+    consumer = Consumer(
+        {"bootstrap.servers": bootstrap, "group.id": "harness-count", "enable.auto.commit": False}
+    )
     try:
         total = 0
         for p in range(3):

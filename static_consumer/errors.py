@@ -4,7 +4,8 @@
 
     StaticConsumerError                 base of everything raised here; ``retriable`` and ``exit_code`` are data
     ├── ConfigurationError              the settings or identity are wrong: change them (exit 78)
-    │   └── InvalidInstanceIdError      group.instance.id breaks Kafka's rules or would not be stable
+    │   ├── InvalidInstanceIdError      group.instance.id breaks Kafka's rules or would not be stable
+    │   └── UnknownInstanceIdError      an operator named an instance id that is not in the group
     ├── CapabilityError                 the broker cannot do what the settings require (exit 69)
     │   ├── StaticMembershipUnsupportedError   JoinGroup < v5 / no ConsumerGroupHeartbeat
     │   └── SessionTimeoutOutOfBoundsError     session.timeout.ms outside the broker's group bounds
@@ -13,6 +14,7 @@
     │   └── UnreleasedInstanceIdError   KIP-848: the broker still holds this instance id (code 111)
     ├── FatalConsumerError              the consumer is dead; do not retry, exit the process (exit 70)
     │   └── FencedInstanceError         another process owns this group.instance.id (code 82, exit 82)
+    ├── CommitFailedError               a commit was refused, e.g. the partition moved (exit 75)
     └── ConsumerClosedError             the consumer was closed or fenced and cannot be used any more
 
 Retriability is an attribute, not a naming convention: retry policies (see ``static_consumer.retry``)
@@ -48,6 +50,10 @@ class ConfigurationError(StaticConsumerError, ValueError):
 
 class InvalidInstanceIdError(ConfigurationError):
     """A group.instance.id that Kafka would reject, or that would change on every rollout."""
+
+
+class UnknownInstanceIdError(ConfigurationError):
+    """An operator tool was asked to act on an instance id that is not a member of the group."""
 
 
 class CapabilityError(StaticConsumerError):
@@ -100,6 +106,14 @@ class FencedInstanceError(FatalConsumerError):
     kafka_error_code = 82
 
 
+class CommitFailedError(StaticConsumerError):
+    """The broker refused a commit that retrying cannot fix, typically because a rebalance moved the
+    partition (REBALANCE_IN_PROGRESS, ILLEGAL_GENERATION, UNKNOWN_MEMBER_ID, stale member epoch). The
+    consumer still works; the uncommitted records will be delivered again (at-least-once)."""
+
+    exit_code = EXIT_TEMPFAIL
+
+
 class ConsumerClosedError(StaticConsumerError):
     """The consumer was closed (or fenced) and cannot poll or commit any more."""
 
@@ -113,6 +127,7 @@ __all__ = [
     "EXIT_UNAVAILABLE",
     "BrokerUnavailableError",
     "CapabilityError",
+    "CommitFailedError",
     "ConfigurationError",
     "ConsumerClosedError",
     "FatalConsumerError",
@@ -122,5 +137,6 @@ __all__ = [
     "SessionTimeoutOutOfBoundsError",
     "StaticConsumerError",
     "StaticMembershipUnsupportedError",
+    "UnknownInstanceIdError",
     "UnreleasedInstanceIdError",
 ]

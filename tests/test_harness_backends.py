@@ -21,7 +21,9 @@ def test_docker_engine_is_next_then_the_jvm() -> None:
 
 
 def test_forced_backend_is_validated() -> None:
-    assert select_backend({"STATIC_CONSUMER_BROKER": "jvm", "KAFKA_BOOTSTRAP_SERVERS": "x:1"}, _never) == "jvm"
+    assert (
+        select_backend({"STATIC_CONSUMER_BROKER": "jvm", "KAFKA_BOOTSTRAP_SERVERS": "x:1"}, _never) == "jvm"
+    )
     with pytest.raises(HarnessError, match="jvm, docker or external"):
         select_backend({"STATIC_CONSUMER_BROKER": "podman"}, _never)
     with pytest.raises(HarnessError, match="needs KAFKA_BOOTSTRAP_SERVERS"):

@@ -16,3 +16,31 @@ def confluent_spec(bootstrap: str, group: str, topics: list[str], **config: Any)
         "heartbeat.interval.ms": 500,
     }
     return {"mode": "confluent", "topics": topics, "config": {**base, **config}}
+
+
+def static_spec(
+    bootstrap: str,
+    group: str,
+    topics: list[str],
+    instance_id: str | None,
+    *,
+    env: dict[str, str] | None = None,
+    **settings: Any,
+) -> dict[str, Any]:
+    """A StaticConsumer: ``settings`` are ConsumerSettings fields overriding the test defaults.
+
+    ``instance_id`` None leaves identity to ``env`` (e.g. ``{"POD_NAME": "app-2"}``).
+    """
+    base: dict[str, Any] = {
+        "bootstrap_servers": bootstrap,
+        "group_id": group,
+        "topics": topics,
+        "session_timeout_ms": 10000,
+        "heartbeat_interval_ms": 500,
+        "max_poll_interval_ms": 30000,
+        "connect_timeout_s": 10.0,
+        "shutdown_timeout_s": 10.0,
+    }
+    if instance_id is not None:
+        base["instance_id"] = instance_id
+    return {"mode": "static", "env": env or {}, "settings": {**base, **settings}}

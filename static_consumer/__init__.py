@@ -1,0 +1,89 @@
+"""static_consumer: Kafka consumers that restart without rebalance storms (KIP-345 static membership).
+
+The public surface is listed in ``__all__``; modules starting with an underscore are private.
+"""
+
+from static_consumer.capabilities import BrokerCapabilities, StaticDecision, decide
+from static_consumer.consumer import State, StaticConsumer
+from static_consumer.errors import (
+    EXIT_CONFIG,
+    EXIT_FATAL,
+    EXIT_FENCED,
+    EXIT_OK,
+    EXIT_TEMPFAIL,
+    EXIT_UNAVAILABLE,
+    BrokerUnavailableError,
+    CapabilityError,
+    CommitFailedError,
+    ConfigurationError,
+    ConsumerClosedError,
+    FatalConsumerError,
+    FencedInstanceError,
+    InvalidInstanceIdError,
+    RetriableError,
+    SessionTimeoutOutOfBoundsError,
+    StaticConsumerError,
+    StaticMembershipUnsupportedError,
+    UnreleasedInstanceIdError,
+)
+from static_consumer.events import (
+    Assigned,
+    Closed,
+    FatalError,
+    Fenced,
+    Lost,
+    MembershipEvent,
+    MembershipListener,
+    Revoked,
+)
+from static_consumer.identity import Identity, resolve_identity, validate_instance_id
+from static_consumer.settings import ConsumerSettings
+from static_consumer.shutdown import exit_code_for, install_sigterm_handler, run_until_sigterm
+from static_consumer.types import Record, TopicPartition
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "EXIT_CONFIG",
+    "EXIT_FATAL",
+    "EXIT_FENCED",
+    "EXIT_OK",
+    "EXIT_TEMPFAIL",
+    "EXIT_UNAVAILABLE",
+    "Assigned",
+    "BrokerCapabilities",
+    "BrokerUnavailableError",
+    "CapabilityError",
+    "Closed",
+    "CommitFailedError",
+    "ConfigurationError",
+    "ConsumerClosedError",
+    "ConsumerSettings",
+    "FatalConsumerError",
+    "FatalError",
+    "Fenced",
+    "FencedInstanceError",
+    "Identity",
+    "InvalidInstanceIdError",
+    "Lost",
+    "MembershipEvent",
+    "MembershipListener",
+    "Record",
+    "RetriableError",
+    "Revoked",
+    "SessionTimeoutOutOfBoundsError",
+    "State",
+    "StaticConsumer",
+    "StaticConsumerError",
+    "StaticDecision",
+    "StaticMembershipUnsupportedError",
+    "TopicPartition",
+    "UnreleasedInstanceIdError",
+    "__version__",
+    "decide",
+    "exit_code_for",
+    "install_sigterm_handler",
+    "resolve_identity",
+    "run_until_sigterm",
+    "validate_instance_id",
+]

@@ -1,0 +1,316 @@
+"""The seam between the consumer core and librdkafka (confluent-kafka).
+
+This is the only module of the consumer path that imports ``confluent_kafka``. Everything above it
+speaks the project's own types (:class:`Record`, :class:`TopicPartition`, :class:`PollError`), so the
+core runs on a fake adapter in unit tests.
+
+Facts this module relies on (librdkafka 2.16 against Kafka 4.3, checked on a real broker):
+
+- Fencing arrives as a *message* from ``poll()`` whose error code is ``_FATAL`` (-150) while its
+  ``fatal()`` is False; the broker's reason is only in the text, e.g. "Fatal error: Broker: Static
+  consumer fenced by other consumer with same group.instance.id: ...". ``error_cb`` is not called.
+  After it, ``poll()`` returns None, ``commit()`` raises ``_FATAL`` and ``close()`` returns at once.
+- Under ``group.protocol=consumer`` a joiner whose instance id is still held gets the same kind of
+  ``_FATAL`` message with "The instance ID is still used by another member in the consumer group"
+  (UNRELEASED_INSTANCE_ID, 111); that librdkafka instance is dead, so a retry needs a new one.
+- ``close()`` sends no LeaveGroup for a static member. ``unsubscribe()`` does under the classic protocol,
+  but under the consumer protocol it sends a static leave (epoch -2) and the broker keeps the member
+  until its session timeout, so removal there goes through an admin LeaveGroup by instance id.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+import confluent_kafka
+
+from static_consumer.types import Record, TopicPartition
+
+RebalanceCallback = Callable[[list[TopicPartition]], None]
+ConfigValue = str | int | float | bool
+
+# librdkafka's own log lines (SESSTMOUT, MAXPOLL, FATAL, ...) go to this logger instead of stderr.
+LIBRDKAFKA_LOGGER = logging.getLogger("static_consumer.librdkafka")
+
+FATAL = confluent_kafka.KafkaError._FATAL
+MAX_POLL_EXCEEDED = confluent_kafka.KafkaError._MAX_POLL_EXCEEDED
+PARTITION_EOF = confluent_kafka.KafkaError._PARTITION_EOF
+FENCED_INSTANCE_ID = 82
+UNRELEASED_INSTANCE_ID = 111
+# The broker error behind a _FATAL is only in its text; librdkafka builds that text from its own
+# description of the broker code, so match those descriptions rather than hand-copied strings.
+_CAUSES = {
+    code: confluent_kafka.KafkaError(code).str().removeprefix("Broker: ")
+    for code in (FENCED_INSTANCE_ID, UNRELEASED_INSTANCE_ID)
+}
+
+
+@dataclass(frozen=True, slots=True)
+class PollError:
+    """An error event from the client. ``fatal`` means the client instance is dead: librdkafka's own
+    fatal flag, or a ``_FATAL`` code (which is how fencing arrives, with ``fatal()`` False).
+    ``cause`` is the broker error code behind a ``_FATAL`` when it could be recognised."""
+
+    code: int
+    name: str
+    reason: str
+    fatal: bool
+    retriable: bool
+    cause: int | None = None
+
+
+class AdapterError(Exception):
+    """A client call failed; ``error`` says how."""
+
+    def __init__(self, error: PollError) -> None:
+        super().__init__(f"{error.name}: {error.reason}")
+        self.error = error
+
+
+class ConsumerAdapter(Protocol):
+    """What the consumer core needs from a Kafka consumer client."""
+
+    def subscribe(
+        self,
+        topics: Sequence[str],
+        *,
+        on_assign: RebalanceCallback,
+        on_revoke: RebalanceCallback,
+        on_lost: RebalanceCallback,
+    ) -> None: ...
+
+    def assign(self, partitions: Mapping[TopicPartition, int | None]) -> None: ...
+
+    def poll(self, timeout: float) -> Record | PollError | None: ...
+
+    def consume(self, max_records: int, timeout: float) -> list[Record | PollError]: ...
+
+    def commit(self, offsets: Mapping[TopicPartition, int] | None, *, asynchronous: bool = False) -> None: ...
+
+    def committed(
+        self, partitions: Sequence[TopicPartition], timeout: float
+    ) -> dict[TopicPartition, int | None]: ...
+
+    def position(self, partitions: Sequence[TopicPartition]) -> dict[TopicPartition, int | None]: ...
+
+    def assignment(self) -> list[TopicPartition]: ...
+
+    def member_id(self) -> str | None: ...
+
+    def take_errors(self) -> list[PollError]:
+        """Errors reported out of band (librdkafka's error_cb) since the last call."""
+        ...
+
+    def unsubscribe(self) -> None: ...
+
+    def close(self) -> None: ...
+
+
+def poll_error(err: confluent_kafka.KafkaError) -> PollError:
+    """Translate a librdkafka error into the project's type."""
+    code, reason = err.code(), err.str()
+    cause = None
+    if code == FATAL:
+        cause = next((c for c, text in _CAUSES.items() if text in reason), None)
+    return PollError(
+        code=code,
+        name=err.name(),
+        reason=reason,
+        fatal=bool(err.fatal()) or code == FATAL,
+        retriable=bool(err.retriable()),
+        cause=cause,
+    )
+
+
+def _record(msg: confluent_kafka.Message) -> Record:
+    topic, partition, offset = msg.topic(), msg.partition(), msg.offset()
+    if topic is None or partition is None or offset is None:  # only error events lack them
+        raise AdapterError(PollError(-1, "NOT_A_RECORD", f"message without position: {msg!r}", False, False))
+    ts_type, ts = msg.timestamp()
+    return Record(
+        topic=topic,
+        partition=partition,
+        offset=offset,
+        key=_bytes(msg.key()),
+        value=_bytes(msg.value()),
+        timestamp_ms=None if ts_type == confluent_kafka.TIMESTAMP_NOT_AVAILABLE else ts,
+        timestamp_type=ts_type,
+        headers=_headers(msg.headers()),
+    )
+
+
+def _headers(
+    raw: list[tuple[str, str | bytes | None]] | dict[str, str | bytes | None] | None,
+) -> tuple[tuple[str, bytes | None], ...]:
+    items = raw.items() if isinstance(raw, dict) else raw or ()
+    return tuple((name, _bytes(value)) for name, value in items)
+
+
+def _bytes(value: str | bytes | None) -> bytes | None:
+    # A plain Consumer (no deserializer) yields bytes; the stubs also allow str.
+    return value.encode() if isinstance(value, str) else value
+
+
+def _message(msg: confluent_kafka.Message) -> Record | PollError:
+    err = msg.error()
+    return _record(msg) if err is None else poll_error(err)
+
+
+def _ours(parts: Sequence[confluent_kafka.TopicPartition]) -> list[TopicPartition]:
+    return [TopicPartition(p.topic, p.partition) for p in parts]
+
+
+def _offset(value: int) -> int | None:
+    return value if value >= 0 else None  # librdkafka's logical offsets (INVALID, BEGINNING...) are < 0
+
+
+def _raise(exc: confluent_kafka.KafkaException) -> AdapterError:
+    err = exc.args[0] if exc.args and isinstance(exc.args[0], confluent_kafka.KafkaError) else None
+    if err is None:
+        return AdapterError(PollError(-1, "UNKNOWN", str(exc), fatal=False, retriable=False))
+    return AdapterError(poll_error(err))
+
+
+class ConfluentAdapter:
+    """:class:`ConsumerAdapter` over ``confluent_kafka.Consumer``."""
+
+    def __init__(self, config: Mapping[str, ConfigValue]) -> None:
+        self._errors: list[PollError] = []
+        cfg: dict[str, Any] = dict(config)
+        cfg["error_cb"] = self._on_error
+        cfg["logger"] = LIBRDKAFKA_LOGGER
+        self._consumer = confluent_kafka.Consumer(cfg)
+
+    def _on_error(self, err: confluent_kafka.KafkaError) -> None:
+        self._errors.append(poll_error(err))
+
+    def take_errors(self) -> list[PollError]:
+        errors, self._errors = self._errors, []
+        return errors
+
+    def subscribe(
+        self,
+        topics: Sequence[str],
+        *,
+        on_assign: RebalanceCallback,
+        on_revoke: RebalanceCallback,
+        on_lost: RebalanceCallback,
+    ) -> None:
+        # confluent-kafka applies the (incremental) assign/unassign itself after each callback returns.
+        self._consumer.subscribe(
+            list(topics),
+            on_assign=lambda _c, parts: on_assign(_ours(parts)),
+            on_revoke=lambda _c, parts: on_revoke(_ours(parts)),
+            on_lost=lambda _c, parts: on_lost(_ours(parts)),
+        )
+
+    def assign(self, partitions: Mapping[TopicPartition, int | None]) -> None:
+        self._consumer.assign(
+            [
+                confluent_kafka.TopicPartition(tp.topic, tp.partition, confluent_kafka.OFFSET_STORED)
+                if offset is None
+                else confluent_kafka.TopicPartition(tp.topic, tp.partition, offset)
+                for tp, offset in partitions.items()
+            ]
+        )
+
+    def poll(self, timeout: float) -> Record | PollError | None:
+        msg = self._consumer.poll(timeout)
+        return None if msg is None else _message(msg)
+
+    def consume(self, max_records: int, timeout: float) -> list[Record | PollError]:
+        return [_message(m) for m in self._consumer.consume(max_records, timeout)]
+
+    def commit(self, offsets: Mapping[TopicPartition, int] | None, *, asynchronous: bool = False) -> None:
+        parts = None
+        if offsets is not None:
+            parts = [confluent_kafka.TopicPartition(tp.topic, tp.partition, o) for tp, o in offsets.items()]
+        try:
+            if asynchronous:
+                if parts is None:
+                    self._consumer.commit(asynchronous=True)
+                else:
+                    self._consumer.commit(offsets=parts, asynchronous=True)
+                return
+            if parts is None:
+                result = self._consumer.commit(asynchronous=False)
+            else:
+                result = self._consumer.commit(offsets=parts, asynchronous=False)
+        except confluent_kafka.KafkaException as exc:
+            raise _raise(exc) from None
+        for part in result:
+            if part.error is not None:
+                raise AdapterError(poll_error(part.error))
+
+    def committed(
+        self, partitions: Sequence[TopicPartition], timeout: float
+    ) -> dict[TopicPartition, int | None]:
+        parts = [confluent_kafka.TopicPartition(tp.topic, tp.partition) for tp in partitions]
+        try:
+            result = self._consumer.committed(parts, timeout=timeout)
+        except confluent_kafka.KafkaException as exc:
+            raise _raise(exc) from None
+        return {TopicPartition(p.topic, p.partition): _offset(p.offset) for p in result}
+
+    def position(self, partitions: Sequence[TopicPartition]) -> dict[TopicPartition, int | None]:
+        parts = [confluent_kafka.TopicPartition(tp.topic, tp.partition) for tp in partitions]
+        result = self._consumer.position(parts)
+        return {TopicPartition(p.topic, p.partition): _offset(p.offset) for p in result}
+
+    def assignment(self) -> list[TopicPartition]:
+        return _ours(self._consumer.assignment())
+
+    def member_id(self) -> str | None:
+        member: str | None = self._consumer.memberid()
+        return member or None
+
+    def unsubscribe(self) -> None:
+        self._consumer.unsubscribe()
+
+    def close(self) -> None:
+        self._consumer.close()
+
+
+def close_bounded(adapter: ConsumerAdapter, timeout_s: float, log: logging.Logger) -> bool:
+    """Close ``adapter`` in a helper thread, waiting at most ``timeout_s``. False if it did not return.
+
+    Bounded so that a close() that hangs (e.g. after a fatal error) cannot keep a pod past its grace
+    period; the daemon thread dies with the process.
+    """
+    done = threading.Event()
+    failure: list[Exception] = []
+
+    def run() -> None:
+        try:
+            adapter.close()
+        except Exception as exc:  # noqa: BLE001 - reported below
+            failure.append(exc)
+        finally:
+            done.set()
+
+    threading.Thread(target=run, name="static-consumer-close", daemon=True).start()
+    if not done.wait(timeout_s):
+        log.error("close() did not return within %.1fs; abandoning it", timeout_s)
+        return False
+    if failure:
+        log.warning("close() failed: %s", failure[0])
+    return True
+
+
+__all__ = [
+    "FATAL",
+    "FENCED_INSTANCE_ID",
+    "LIBRDKAFKA_LOGGER",
+    "MAX_POLL_EXCEEDED",
+    "PARTITION_EOF",
+    "UNRELEASED_INSTANCE_ID",
+    "AdapterError",
+    "ConfluentAdapter",
+    "ConsumerAdapter",
+    "PollError",
+    "close_bounded",
+]

@@ -1,0 +1,250 @@
+"""Admin I/O for operator tools: describe a group, read partition counts, LeaveGroup by instance id.
+
+kafka-python does most of the talking because librdkafka has no API to remove members by instance id
+and its group description leaves out each member's subscription, which the audit needs. The classic
+DescribeGroups API refuses KIP-848 groups, so those are described through confluent-kafka's
+``describe_consumer_groups`` (ConsumerGroupDescribe). Every client is closed before returning, and
+every broker error leaves this module as a :mod:`static_consumer.errors` class whose message never
+contains a configured secret.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+import logging
+from collections.abc import Iterable, Iterator, Mapping
+from contextlib import contextmanager
+from typing import Any
+
+import kafka.errors as kafka_errors
+from kafka.admin import KafkaAdminClient, MemberToRemove
+
+from static_consumer._config import admin_config, kafka_python_config
+from static_consumer._groups import GroupDescription, GroupMember, RemovalFailure
+from static_consumer.errors import (
+    BrokerUnavailableError,
+    CapabilityError,
+    ConfigurationError,
+    RetriableError,
+    StaticConsumerError,
+)
+from static_consumer.settings import REDACTED, ConsumerSettings
+from static_consumer.types import TopicPartition
+
+log = logging.getLogger(__name__)
+_LIBRDKAFKA_LOG = logging.getLogger("static_consumer.admin.librdkafka")
+CLIENT_ID = "static-consumer-admin"
+
+
+@contextmanager
+def kafka_admin(settings: ConsumerSettings, doing: str) -> Iterator[Any]:
+    """A kafka-python KafkaAdminClient for ``doing`` (e.g. "describe group g"), closed on exit.
+
+    Broker errors raised inside the block are translated (see :func:`translate`).
+    """
+    created: list[Any] = []
+
+    def recording_factory(**configs: Any) -> Any:
+        # KafkaAdminClient starts its network thread before bootstrapping and does not stop it when the
+        # bootstrap times out; holding the network client lets us close it on that path too.
+        client = KafkaAdminClient.DEFAULT_CONFIG["kafka_client"](**configs)
+        created.append(client)
+        return client
+
+    cfg = kafka_python_config(settings) | {"client_id": CLIENT_ID, "kafka_client": recording_factory}
+    admin = None
+    try:
+        admin = KafkaAdminClient(**cfg)
+        yield admin
+    except kafka_errors.KafkaError as exc:
+        raise translate(exc, settings, doing) from None
+    finally:
+        if admin is not None:
+            admin.close()
+        else:
+            for client in created:
+                client.close()
+
+
+def translate(exc: BaseException, settings: ConsumerSettings, doing: str) -> StaticConsumerError:
+    """The project error for a kafka-python error met while ``doing`` something."""
+    text = scrub(str(exc) or type(exc).__name__, settings)
+    if isinstance(exc, (kafka_errors.SaslAuthenticationFailedError, kafka_errors.AuthorizationError)):
+        return ConfigurationError(
+            f"{doing}: the brokers refused ({text}); check security_protocol, sasl_* and ssl_* settings, "
+            "and that the principal may describe the group and its topics"
+        )
+    if isinstance(exc, kafka_errors.UnsupportedVersionError):
+        return CapabilityError(f"{doing}: the broker does not support the request ({text})")
+    if isinstance(exc, (kafka_errors.KafkaTimeoutError, kafka_errors.KafkaConnectionError)):
+        return BrokerUnavailableError(
+            f"{doing}: no answer from {settings.bootstrap_servers} within {settings.connect_timeout_s:g}s "
+            f"({text}); check bootstrap_servers and that the brokers are reachable, or raise "
+            "connect_timeout_s"
+        )
+    if getattr(exc, "retriable", False):
+        return RetriableError(f"{doing}: {text}; try again")
+    return StaticConsumerError(f"{doing}: {text}")
+
+
+def scrub(text: str, settings: ConsumerSettings) -> str:
+    """``text`` with every configured secret masked (client errors can echo connection settings)."""
+    for secret in (settings.sasl_password, settings.ssl_key_password):
+        if secret is not None and secret.get_secret_value():
+            text = text.replace(secret.get_secret_value(), REDACTED)
+    return text
+
+
+# ---------------------------------------------------------------------------------------- describe
+def describe(admin: Any, settings: ConsumerSettings, group_id: str) -> GroupDescription:
+    """Describe ``group_id``: DescribeGroups first (it carries subscriptions), ConsumerGroupDescribe for
+    KIP-848 groups, which the classic API answers with GROUP_ID_NOT_FOUND."""
+    raw = admin.describe_groups([group_id])[group_id]
+    if raw.get("error") is None or raw.get("members"):
+        return _from_describe_groups(group_id, raw)
+    if "GroupIdNotFound" not in str(raw["error"]):
+        raise StaticConsumerError(f"describe group {group_id}: {raw['error']}")
+    # Either no such group or a KIP-848 group; ConsumerGroupDescribe tells them apart (Dead = unknown).
+    return describe_consumer_protocol(settings, group_id)
+
+
+def _from_describe_groups(group_id: str, raw: Mapping[str, Any]) -> GroupDescription:
+    members = []
+    for m in raw.get("members") or ():
+        metadata, assignment = m.get("member_metadata"), m.get("member_assignment")
+        subscription = tuple(sorted(metadata["topics"])) if isinstance(metadata, dict) else None
+        owned: list[TopicPartition] = []
+        if isinstance(assignment, dict):
+            for entry in assignment.get("assigned_partitions") or ():
+                owned.extend(TopicPartition(entry["topic"], int(p)) for p in entry["partitions"])
+        members.append(
+            GroupMember(
+                member_id=m["member_id"],
+                instance_id=m.get("group_instance_id") or None,
+                client_id=m.get("client_id", ""),
+                host=str(m.get("client_host", "")).lstrip("/"),
+                subscription=subscription,
+                assignment=tuple(sorted(owned)),
+            )
+        )
+    return GroupDescription(
+        group_id=group_id,
+        state=raw.get("group_state") or "Unknown",
+        group_type="classic",
+        assignor=raw.get("protocol_data") or None,
+        members=tuple(members),
+    )
+
+
+def describe_consumer_protocol(settings: ConsumerSettings, group_id: str) -> GroupDescription:
+    """Describe a group through confluent-kafka (ConsumerGroupDescribe for KIP-848 groups)."""
+    from confluent_kafka import KafkaException
+    from confluent_kafka.admin import AdminClient
+
+    doing = f"describe group {group_id}"
+    timeout = settings.connect_timeout_s
+    config: dict[str, Any] = {**admin_config(settings), "logger": _LIBRDKAFKA_LOG}
+    client = AdminClient(config)
+    try:
+        future = client.describe_consumer_groups([group_id], request_timeout=timeout)[group_id]
+        desc = future.result(timeout=timeout)
+    except concurrent.futures.TimeoutError:
+        raise BrokerUnavailableError(
+            f"{doing}: no answer from {settings.bootstrap_servers} within {timeout:g}s"
+        ) from None
+    except KafkaException as exc:
+        error: Any = exc.args[0] if exc.args else None
+        text = scrub(error.str() if hasattr(error, "str") else str(exc), settings)
+        if hasattr(error, "retriable") and error.retriable():
+            raise RetriableError(f"{doing}: {text}; try again") from None
+        raise StaticConsumerError(f"{doing}: {text}") from None
+    members = tuple(
+        GroupMember(
+            member_id=m.member_id,
+            instance_id=m.group_instance_id or None,
+            client_id=m.client_id or "",
+            host=str(m.host or "").lstrip("/"),
+            subscription=None,
+            assignment=_partitions(m.assignment),
+            target_assignment=_partitions(m.target_assignment) if m.target_assignment else None,
+        )
+        for m in desc.members
+    )
+    group_type = getattr(desc.type, "name", str(desc.type)).lower()
+    return GroupDescription(
+        group_id=group_id,
+        state=_camel(getattr(desc.state, "name", str(desc.state))),
+        group_type=group_type,
+        assignor=desc.partition_assignor or None,
+        members=members,
+    )
+
+
+def _partitions(assignment: Any) -> tuple[TopicPartition, ...]:
+    parts = getattr(assignment, "topic_partitions", None) or ()
+    return tuple(sorted(TopicPartition(tp.topic, tp.partition) for tp in parts))
+
+
+def _camel(enum_name: str) -> str:
+    """``PREPARING_REBALANCE`` -> ``PreparingRebalance``: the broker's own spelling of group states."""
+    return "".join(word.capitalize() for word in enum_name.split("_"))
+
+
+# --------------------------------------------------------------------------------------- topics
+def partition_counts(admin: Any, topics: Iterable[str]) -> tuple[dict[str, int], tuple[str, ...]]:
+    """``({topic: partition count}, missing topics)`` for ``topics`` (never auto-creates)."""
+    names = sorted(set(topics))
+    if not names:
+        return {}, ()
+    counts: dict[str, int] = {}
+    missing: list[str] = []
+    for topic in admin.describe_topics(names):
+        error = kafka_errors.for_code(topic["error_code"])
+        if error is kafka_errors.NoError:
+            counts[topic["name"]] = len(topic["partitions"])
+        elif error is kafka_errors.UnknownTopicOrPartitionError:
+            missing.append(topic["name"])
+        else:
+            raise error(f"describe topic {topic['name']}")
+    return counts, tuple(sorted(missing))
+
+
+# ---------------------------------------------------------------------------------------- remove
+def leave(
+    admin: Any, group_id: str, instance_ids: Iterable[str], reason: str
+) -> tuple[tuple[str, ...], tuple[str, ...], tuple[RemovalFailure, ...]]:
+    """One LeaveGroup (v3+) batch removing ``instance_ids``: ``(removed, absent, failed)``."""
+    ids = list(instance_ids)
+    if not ids:
+        return (), (), ()
+    try:
+        outcome = admin.remove_group_members(
+            group_id, [MemberToRemove(group_instance_id=i, reason=reason) for i in ids]
+        )
+    except kafka_errors.UnsupportedVersionError:
+        raise CapabilityError(
+            "removing members by group.instance.id needs LeaveGroup v3 (Kafka 2.3+), which the broker "
+            "lacks; wait for the session timeout instead, or upgrade the brokers"
+        ) from None
+    removed, absent, failed = [], [], []
+    for instance_id in ids:
+        error = outcome.get(instance_id, kafka_errors.NoError)
+        if error is kafka_errors.NoError:
+            removed.append(instance_id)
+        elif error is kafka_errors.UnknownMemberIdError:
+            absent.append(instance_id)  # left (or expired) between the describe and the removal
+        else:
+            retriable = bool(getattr(error, "retriable", False))
+            failed.append(RemovalFailure(instance_id, error.__name__, retriable))
+    return tuple(removed), tuple(absent), tuple(failed)
+
+
+__all__ = [
+    "describe",
+    "describe_consumer_protocol",
+    "kafka_admin",
+    "leave",
+    "partition_counts",
+    "scrub",
+    "translate",
+]

@@ -1,0 +1,119 @@
+"""SIGTERM handling for pods: finish the batch, commit, close without leaving, exit with a code.
+
+Kubernetes sends SIGTERM and kills the pod after ``terminationGracePeriodSeconds``. A static member
+should then close *without* LeaveGroup, so its replacement (same StatefulSet ordinal, same instance id)
+takes the partitions back without a rebalance. Typical pod main::
+
+    try:
+        run_until_sigterm(StaticConsumer(ConsumerSettings.load()), handle_batch)
+    except Exception as exc:
+        raise SystemExit(exit_code_for(exc)) from exc
+"""
+
+from __future__ import annotations
+
+import logging
+import signal
+import time
+from collections.abc import Callable, Iterable
+from types import FrameType
+
+from static_consumer.consumer import StaticConsumer
+from static_consumer.errors import EXIT_FATAL, EXIT_OK, StaticConsumerError
+from static_consumer.types import Record
+
+log = logging.getLogger(__name__)
+
+EXIT_INTERRUPTED = 130  # shells' convention for SIGINT
+_MIN_CLOSE_S = 1.0  # close() gets at least this long even when the batch used up the shutdown bound
+
+
+class ShutdownSignal:
+    """Installed signal handlers that ask a consumer to stop; they do no I/O (signal-safe)."""
+
+    def __init__(
+        self,
+        consumer: StaticConsumer,
+        signals: Iterable[signal.Signals] = (signal.SIGTERM,),
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.received_at: float | None = None
+        self.signum: int | None = None
+        self._consumer = consumer
+        self._clock = clock
+        self._previous = {sig: signal.signal(sig, self._handle) for sig in signals}
+
+    def _handle(self, signum: int, frame: FrameType | None) -> None:
+        if self.received_at is None:
+            self.received_at, self.signum = self._clock(), signum
+        self._consumer.stop()
+
+    def remaining(self, bound_s: float) -> float:
+        """Seconds left of ``bound_s`` since the signal (the whole bound if none arrived)."""
+        if self.received_at is None:
+            return bound_s
+        return bound_s - (self._clock() - self.received_at)
+
+    def restore(self) -> None:
+        """Put the previous handlers back."""
+        for sig, previous in self._previous.items():
+            signal.signal(sig, previous)
+
+
+def install_sigterm_handler(
+    consumer: StaticConsumer, *, signals: Iterable[signal.Signals] = (signal.SIGTERM,)
+) -> ShutdownSignal:
+    """Make SIGTERM (or ``signals``) call ``consumer.stop()``. Main thread only (a Python rule)."""
+    return ShutdownSignal(consumer, signals)
+
+
+def run_until_sigterm(
+    consumer: StaticConsumer,
+    handle_batch: Callable[[list[Record]], object],
+    *,
+    max_records: int = 500,
+    poll_timeout_s: float = 1.0,
+    timeout_s: float | None = None,
+    signals: Iterable[signal.Signals] = (signal.SIGTERM,),
+) -> None:
+    """Start ``consumer`` and feed batches to ``handle_batch`` (committing each) until SIGTERM; then
+    finish the current batch, commit and close without leaving the group.
+
+    ``timeout_s`` (default ``settings.shutdown_timeout_s``) bounds the time from the signal to the end
+    of close(); a batch still running at the signal is finished first, and only close() can be cut short.
+    Errors (e.g. FencedInstanceError) propagate after the consumer was closed; see :func:`exit_code_for`.
+    """
+    bound = consumer.settings.shutdown_timeout_s if timeout_s is None else timeout_s
+    handler = install_sigterm_handler(consumer, signals=signals)
+    try:
+        consumer.start()
+        while not consumer.stopping:
+            batch = consumer.consume(max_records, poll_timeout_s)
+            if batch:
+                handle_batch(batch)
+                consumer.commit(batch)
+    finally:
+        remaining = handler.remaining(bound)
+        if remaining < _MIN_CLOSE_S:
+            log.warning("the last batch used %.1fs of the %.1fs shutdown bound", bound - remaining, bound)
+        try:
+            consumer.close(timeout_s=max(remaining, _MIN_CLOSE_S))
+        finally:
+            handler.restore()
+
+
+def exit_code_for(exc: BaseException | None) -> int:
+    """Process exit code for how the consumer ended: 0, the error's ``exit_code`` (82 when fenced, 75
+    for retriable, 78 for configuration, 69 for capability, 70 for fatal), 130 for Ctrl-C, else 70."""
+    if exc is None:
+        return EXIT_OK
+    if isinstance(exc, StaticConsumerError):
+        return exc.exit_code
+    if isinstance(exc, KeyboardInterrupt):
+        return EXIT_INTERRUPTED
+    if isinstance(exc, SystemExit) and isinstance(exc.code, int):
+        return exc.code
+    return EXIT_FATAL
+
+
+__all__ = ["ShutdownSignal", "exit_code_for", "install_sigterm_handler", "run_until_sigterm"]

@@ -1,0 +1,85 @@
+"""The ``static`` mode of the child consumer: a StaticConsumer whose membership events are streamed."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from typing import Any
+
+from static_consumer import (
+    Assigned,
+    Closed,
+    ConsumerSettings,
+    FatalError,
+    Fenced,
+    FencedInstanceError,
+    Lost,
+    MembershipListener,
+    Revoked,
+    StaticConsumer,
+    StaticConsumerError,
+    TopicPartition,
+    exit_code_for,
+)
+
+Emit = Callable[..., None]
+
+
+def _tps(partitions: tuple[TopicPartition, ...]) -> list[list[Any]]:
+    return sorted([tp.topic, tp.partition] for tp in partitions)
+
+
+class _Streamer(MembershipListener):
+    def __init__(self, emit: Emit) -> None:
+        self.emit = emit
+
+    def on_assigned(self, event: Assigned) -> None:
+        self.emit("assigned", partitions=_tps(event.partitions), member_id=event.member_id)
+
+    def on_revoked(self, event: Revoked) -> None:
+        self.emit("revoked", partitions=_tps(event.partitions))
+
+    def on_lost(self, event: Lost) -> None:
+        self.emit("lost", partitions=_tps(event.partitions))
+
+    def on_fenced(self, event: Fenced) -> None:
+        self.emit("fenced", error=event.error)
+
+    def on_fatal(self, event: FatalError) -> None:
+        self.emit("fatal", error=event.error)
+
+    def on_closed(self, event: Closed) -> None:
+        self.emit("closed", left_group=event.left_group)
+
+
+def run_static(spec: dict[str, Any], emit: Emit, should_stop: Callable[[], bool]) -> int:
+    settings = ConsumerSettings(**spec["settings"])
+    consumer = StaticConsumer(settings, listeners=[_Streamer(emit)], env=spec.get("env", {}))
+    deadline = time.monotonic() + float(spec.get("max_runtime_s", 300))
+    max_records = spec.get("max_records")
+    seen = 0
+    try:
+        consumer.start()
+        emit("ready", instance_id=consumer.instance_id, static=consumer.static)
+        while not should_stop() and time.monotonic() < deadline and (max_records is None or seen < max_records):
+            records = consumer.consume(int(spec.get("batch", 500)), 0.2)
+            if not records:
+                continue
+            seen += len(records)
+            emit("records", records=[[r.topic, r.partition, r.offset] for r in records])
+            if spec.get("commit", True):
+                sent = consumer.commit(records)
+                emit("committed", offsets=sorted([tp.topic, tp.partition, o] for tp, o in sent.items()))
+        if spec.get("leave_on_exit"):
+            consumer.leave_group()
+        else:
+            consumer.close()
+        return 0
+    except FencedInstanceError as exc:
+        emit("error", kind_of="FencedInstanceError", reason=str(exc), exit_code=exc.exit_code)
+        consumer.close()
+        return exit_code_for(exc)
+    except StaticConsumerError as exc:
+        emit("error", kind_of=type(exc).__name__, reason=str(exc), exit_code=exc.exit_code)
+        consumer.close()
+        return exit_code_for(exc)

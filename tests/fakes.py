@@ -1,0 +1,217 @@
+"""A scripted fake of the consumer adapter, for unit tests only (integration tests use the real client).
+
+It mimics the librdkafka behaviours the core relies on, as observed on a real broker: rebalance
+callbacks run inside poll/consume/close; fencing arrives as a ``_FATAL`` error event (not as an
+exception); after a fatal error polls return None and commits raise ``_FATAL``; close() of a member
+that still owns partitions runs the revoke callback first.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from static_consumer._adapter import (
+    FATAL,
+    FENCED_INSTANCE_ID,
+    UNRELEASED_INSTANCE_ID,
+    AdapterError,
+    PollError,
+    RebalanceCallback,
+)
+from static_consumer.capabilities import BrokerCapabilities
+from static_consumer.types import Record, TopicPartition
+
+FENCED_TEXT = (
+    "Fatal error: Broker: Static consumer fenced by other consumer with same group.instance.id: "
+    "Fatal consumer error: Broker: Static consumer fenced by other consumer with same group.instance.id"
+)
+UNRELEASED_TEXT = (
+    "Fatal error: Broker: The instance ID is still used by another member in the consumer group: "
+    "ConsumerGroupHeartbeat fatal error: Broker: The instance ID is still used by another member in "
+    "the consumer group"
+)
+FENCED = PollError(FATAL, "_FATAL", FENCED_TEXT, fatal=True, retriable=False, cause=FENCED_INSTANCE_ID)
+UNRELEASED = PollError(
+    FATAL, "_FATAL", UNRELEASED_TEXT, fatal=True, retriable=False, cause=UNRELEASED_INSTANCE_ID
+)
+TRANSPORT = PollError(
+    -195, "_TRANSPORT", "127.0.0.1:19092/1: Connection refused", fatal=False, retriable=True
+)
+MAX_POLL = PollError(
+    -147, "_MAX_POLL_EXCEEDED", "Application maximum poll interval (7000ms) exceeded by 72ms", False, False
+)
+
+# Kafka 4.3-like capabilities (JoinGroup v9, LeaveGroup v5, ConsumerGroupHeartbeat present).
+MODERN = BrokerCapabilities(
+    api_versions={11: (0, 9), 13: (0, 5), 68: (0, 1)},
+    group_min_session_timeout_ms=1000,
+    group_max_session_timeout_ms=1800000,
+    group_initial_rebalance_delay_ms=0,
+    consumer_session_timeout_ms=45000,
+    broker_version="4.3",
+)
+# Kafka 2.2-like: JoinGroup v4 (no group.instance.id), no KIP-848.
+OLD = BrokerCapabilities(
+    api_versions={11: (0, 4), 13: (0, 2)},
+    group_min_session_timeout_ms=6000,
+    group_max_session_timeout_ms=300000,
+    broker_version="2.2",
+)
+
+
+def tp(partition: int, topic: str = "t") -> TopicPartition:
+    return TopicPartition(topic, partition)
+
+
+def rec(partition: int, offset: int, topic: str = "t", value: bytes = b"v") -> Record:
+    return Record(topic, partition, offset, None, value, 1_700_000_000_000, 1)
+
+
+@dataclass(frozen=True)
+class Assign:
+    partitions: tuple[TopicPartition, ...]
+
+
+@dataclass(frozen=True)
+class Revoke:
+    partitions: tuple[TopicPartition, ...]
+
+
+@dataclass(frozen=True)
+class Lose:
+    partitions: tuple[TopicPartition, ...]
+
+
+@dataclass(frozen=True)
+class OutOfBand:
+    """An error reported through error_cb rather than as a message."""
+
+    error: PollError
+
+
+Step = Assign | Revoke | Lose | OutOfBand | Record | PollError | None
+
+
+@dataclass
+class FakeAdapter:
+    """Serves its script one step per poll; rebalance steps run the callbacks and continue."""
+
+    config: dict[str, Any]
+    script: deque[Step] = field(default_factory=deque)
+    calls: list[str] = field(default_factory=list)
+    commits: list[dict[TopicPartition, int]] = field(default_factory=list)
+    commit_failures: deque[PollError] = field(default_factory=deque)
+    owned: set[TopicPartition] = field(default_factory=set)
+    dead: bool = False
+    member: str | None = "member-1"
+    _callbacks: dict[str, RebalanceCallback] = field(default_factory=dict)
+    _errors: list[PollError] = field(default_factory=list)
+
+    def subscribe(
+        self,
+        topics: Sequence[str],
+        *,
+        on_assign: RebalanceCallback,
+        on_revoke: RebalanceCallback,
+        on_lost: RebalanceCallback,
+    ) -> None:
+        self.calls.append(f"subscribe {','.join(topics)}")
+        self._callbacks = {"assign": on_assign, "revoke": on_revoke, "lost": on_lost}
+
+    def assign(self, partitions: Mapping[TopicPartition, int | None]) -> None:
+        self.calls.append("assign")
+
+    def _step(self) -> Record | PollError | None:
+        while self.script and not self.dead:
+            step = self.script.popleft()
+            if isinstance(step, Assign):
+                self.owned.update(step.partitions)
+                self._callbacks["assign"](list(step.partitions))
+            elif isinstance(step, Revoke):
+                self._callbacks["revoke"](list(step.partitions))
+                self.owned.difference_update(step.partitions)
+            elif isinstance(step, Lose):
+                self._callbacks["lost"](list(step.partitions))
+                self.owned.difference_update(step.partitions)
+            elif isinstance(step, OutOfBand):
+                self._errors.append(step.error)
+                return None
+            else:
+                if isinstance(step, PollError) and step.fatal:
+                    self.dead = True
+                return step
+        return None
+
+    def poll(self, timeout: float) -> Record | PollError | None:
+        self.calls.append("poll")
+        return self._step()
+
+    def consume(self, max_records: int, timeout: float) -> list[Record | PollError]:
+        self.calls.append("consume")
+        out: list[Record | PollError] = []
+        while len(out) < max_records and self.script and not self.dead:
+            item = self._step()
+            if item is None:
+                break  # a None step ends the batch, like consume()'s timeout
+            out.append(item)
+            if isinstance(item, PollError):
+                break
+        return out
+
+    def commit(self, offsets: Mapping[TopicPartition, int] | None, *, asynchronous: bool = False) -> None:
+        self.calls.append("commit")
+        if self.dead:
+            raise AdapterError(PollError(FATAL, "_FATAL", "Commit failed: Local: Fatal error", True, False))
+        if self.commit_failures:
+            raise AdapterError(self.commit_failures.popleft())
+        self.commits.append(dict(offsets or {}))
+
+    def committed(
+        self, partitions: Sequence[TopicPartition], timeout: float
+    ) -> dict[TopicPartition, int | None]:
+        return {p: None for p in partitions}
+
+    def position(self, partitions: Sequence[TopicPartition]) -> dict[TopicPartition, int | None]:
+        return {p: None for p in partitions}
+
+    def assignment(self) -> list[TopicPartition]:
+        return sorted(self.owned)
+
+    def member_id(self) -> str | None:
+        return self.member
+
+    def take_errors(self) -> list[PollError]:
+        errors, self._errors = self._errors, []
+        return errors
+
+    def unsubscribe(self) -> None:
+        self.calls.append("unsubscribe")
+        # Like librdkafka: the revoke runs on the next poll.
+        self.script.appendleft(Revoke(tuple(sorted(self.owned))))
+
+    def close(self) -> None:
+        self.calls.append("close")
+        if self.owned and not self.dead:
+            self._callbacks["revoke"](sorted(self.owned))
+            self.owned.clear()
+
+
+class FakeFactory:
+    """adapter_factory for StaticConsumer: one scripted FakeAdapter per call, in order."""
+
+    def __init__(self, *scripts: Iterable[Step]) -> None:
+        self._scripts = deque(deque(s) for s in scripts)
+        self.adapters: list[FakeAdapter] = []
+
+    def __call__(self, config: dict[str, Any]) -> FakeAdapter:
+        script = self._scripts.popleft() if self._scripts else deque()
+        adapter = FakeAdapter(dict(config), script)
+        self.adapters.append(adapter)
+        return adapter
+
+    @property
+    def last(self) -> FakeAdapter:
+        return self.adapters[-1]

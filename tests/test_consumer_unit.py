@@ -1,0 +1,556 @@
+"""StaticConsumer on the fake adapter: gate, fencing, commits, close/leave, listeners, KIP-848 rejoin."""
+
+from __future__ import annotations
+
+import gc
+import logging
+from collections.abc import Sequence
+from typing import Any
+
+import pytest
+from fakes import (
+    FENCED,
+    MAX_POLL,
+    MODERN,
+    OLD,
+    TRANSPORT,
+    UNRELEASED,
+    Assign,
+    FakeFactory,
+    Lose,
+    OutOfBand,
+    Revoke,
+    Step,
+    rec,
+    tp,
+)
+
+from static_consumer._adapter import PollError
+from static_consumer.capabilities import BrokerCapabilities
+from static_consumer.consumer import State, StaticConsumer
+from static_consumer.errors import (
+    EXIT_FENCED,
+    CommitFailedError,
+    ConsumerClosedError,
+    FatalConsumerError,
+    FencedInstanceError,
+    InvalidInstanceIdError,
+    RetriableError,
+    StaticMembershipUnsupportedError,
+    UnreleasedInstanceIdError,
+)
+from static_consumer.events import (
+    Assigned,
+    Closed,
+    FatalError,
+    Fenced,
+    Lost,
+    MembershipEvent,
+    MembershipListener,
+    Revoked,
+)
+from static_consumer.settings import ConsumerSettings
+
+POD_ENV = {"POD_NAME": "orders-2"}
+
+
+def make_settings(**overrides: Any) -> ConsumerSettings:
+    values: dict[str, Any] = {"bootstrap_servers": "127.0.0.1:9092", "group_id": "g", "topics": ("t",)}
+    values.update(overrides)
+    return ConsumerSettings(**values)
+
+
+class Removals:
+    """Stands in for the admin removal of a static member; records the instance ids."""
+
+    def __init__(self) -> None:
+        self.ids: list[str] = []
+
+    def __call__(self, settings: ConsumerSettings, instance_id: str) -> bool:
+        self.ids.append(instance_id)
+        return True
+
+
+class Recorder(MembershipListener):
+    def __init__(self) -> None:
+        self.events: list[MembershipEvent] = []
+
+    def on_assigned(self, event: Assigned) -> None:
+        self.events.append(event)
+
+    def on_revoked(self, event: Revoked) -> None:
+        self.events.append(event)
+
+    def on_lost(self, event: Lost) -> None:
+        self.events.append(event)
+
+    def on_fenced(self, event: Fenced) -> None:
+        self.events.append(event)
+
+    def on_fatal(self, event: FatalError) -> None:
+        self.events.append(event)
+
+    def on_closed(self, event: Closed) -> None:
+        self.events.append(event)
+
+    def of(self, kind: type[MembershipEvent]) -> list[Any]:
+        return [e for e in self.events if isinstance(e, kind)]
+
+
+def consumer(
+    *scripts: Sequence[Step], settings: ConsumerSettings | None = None, **kw: Any
+) -> tuple[StaticConsumer, FakeFactory, Recorder]:
+    factory = FakeFactory(*scripts)
+    recorder = Recorder()
+    kw.setdefault("env", POD_ENV)
+    kw.setdefault("probe", lambda s: MODERN)
+    c = StaticConsumer(settings or make_settings(), listeners=[recorder], adapter_factory=factory, **kw)
+    return c, factory, recorder
+
+
+# -- start: identity and capability gate ---------------------------------------------------------------
+
+
+def test_static_member_uses_instance_id_from_pod_name() -> None:
+    c, factory, _ = consumer([])
+    with c:
+        assert factory.last.config["group.instance.id"] == "orders-2"
+        assert c.static and c.instance_id == "orders-2"
+        assert factory.last.calls[0] == "subscribe t"
+
+
+def test_gate_runs_before_the_client_exists() -> None:
+    c, factory, _ = consumer([], probe=lambda s: OLD)
+    with pytest.raises(StaticMembershipUnsupportedError):
+        c.start()
+    assert factory.adapters == []  # nothing joined the group
+
+
+def test_policy_warn_falls_back_to_dynamic_member(caplog: pytest.LogCaptureFixture) -> None:
+    c, factory, _ = consumer(
+        [], settings=make_settings(static_policy="warn", session_timeout_ms=10000), probe=lambda s: OLD
+    )
+    with caplog.at_level(logging.WARNING), c:
+        assert "group.instance.id" not in factory.last.config
+        assert not c.static
+    assert any("dynamic member" in r.getMessage() for r in caplog.records)
+
+
+def test_dynamic_policy_needs_no_pod_name() -> None:
+    c, factory, _ = consumer([], settings=make_settings(static_policy="dynamic"), env={})
+    with c:
+        assert "group.instance.id" not in factory.last.config
+
+
+def test_missing_identity_fails_before_probing() -> None:
+    probed: list[ConsumerSettings] = []
+
+    def probe(settings: ConsumerSettings) -> BrokerCapabilities:
+        probed.append(settings)
+        return MODERN
+
+    c, factory, _ = consumer([], env={}, probe=probe)
+    with pytest.raises(InvalidInstanceIdError):
+        c.start()
+    assert probed == [] and factory.adapters == []
+
+
+def test_env_is_read_once_at_construction() -> None:
+    env = dict(POD_ENV)
+    c, factory, _ = consumer([], env=env)
+    env["POD_NAME"] = "orders-7"
+    with c:
+        assert factory.last.config["group.instance.id"] == "orders-2"
+
+
+# -- polling and events --------------------------------------------------------------------------------
+
+
+def test_poll_returns_records_and_fires_assigned() -> None:
+    c, _, recorder = consumer([Assign((tp(0), tp(1))), rec(0, 5), rec(1, 7)])
+    with c:
+        assert c.poll(0.1) == rec(0, 5)
+        assert c.poll(0.1) == rec(1, 7)
+        assert c.assignment == frozenset({tp(0), tp(1)})
+        (event,) = recorder.of(Assigned)
+        assert event.partitions == (tp(0), tp(1))
+        assert (event.group_id, event.instance_id, event.member_id) == ("g", "orders-2", "member-1")
+
+
+def test_non_fatal_errors_are_logged_rate_limited_and_not_raised(caplog: pytest.LogCaptureFixture) -> None:
+    c, _, _ = consumer([TRANSPORT, TRANSPORT, OutOfBand(TRANSPORT), rec(0, 1)])
+    with caplog.at_level(logging.WARNING, logger="static_consumer"), c:
+        results = [c.poll(0.1) for _ in range(4)]
+    assert results == [None, None, None, rec(0, 1)]
+    assert sum("_TRANSPORT" in r.getMessage() for r in caplog.records) == 1
+
+
+def test_listener_exception_is_reraised_from_poll_and_record_not_lost() -> None:
+    class Boom(MembershipListener):
+        def on_assigned(self, event: Assigned) -> None:
+            raise RuntimeError("listener failed")
+
+    factory = FakeFactory([Assign((tp(0),)), rec(0, 3)])
+    recorder = Recorder()
+    c = StaticConsumer(
+        make_settings(),
+        listeners=[Boom(), recorder],
+        env=POD_ENV,
+        adapter_factory=factory,
+        probe=lambda s: MODERN,
+    )
+    with c:
+        with pytest.raises(RuntimeError, match="listener failed"):
+            c.poll(0.1)
+        assert len(recorder.of(Assigned)) == 1  # the other listener still got the event
+        assert c.poll(0.1) == rec(0, 3)  # the record polled alongside is handed out next
+
+
+# -- fencing and fatal errors ----------------------------------------------------------------------------
+
+
+def test_fencing_raises_fenced_and_never_commits_afterwards() -> None:
+    c, factory, recorder = consumer([Assign((tp(0),)), rec(0, 10), FENCED])
+    c.start()
+    c.mark_processed(c.poll(0.1) or pytest.fail("no record"))
+    with pytest.raises(FencedInstanceError) as info:
+        c.poll(0.1)
+    assert info.value.exit_code == EXIT_FENCED == 82
+    assert "orders-2" in str(info.value)
+    assert c.state is State.FENCED
+    (fenced,) = recorder.of(Fenced)
+    assert "fenced" in fenced.error
+    with pytest.raises(FencedInstanceError):
+        c.poll(0.1)
+    with pytest.raises(FencedInstanceError):
+        c.commit()
+    c.close()
+    assert factory.last.commits == []  # not even the processed offset
+    assert "unsubscribe" not in factory.last.calls
+    assert recorder.of(Closed)[0].left_group is False
+
+
+def test_fencing_is_recognised_from_the_text_alone() -> None:
+    text_only = PollError(-150, "_FATAL", FENCED.reason, fatal=True, retriable=False, cause=None)
+    c, _, _ = consumer([text_only])
+    with c, pytest.raises(FencedInstanceError):
+        c.poll(0.1)
+
+
+def test_other_fatal_error_raises_fatal_consumer_error() -> None:
+    fatal = PollError(-150, "_FATAL", "Fatal error: something else", fatal=True, retriable=False)
+    c, _, recorder = consumer([fatal])
+    with c:
+        with pytest.raises(FatalConsumerError) as info:
+            c.poll(0.1)
+        assert not isinstance(info.value, FencedInstanceError)
+        assert len(recorder.of(FatalError)) == 1
+
+
+def test_consume_drops_the_batch_when_fenced() -> None:
+    c, factory, _ = consumer([Assign((tp(0),)), rec(0, 1), rec(0, 2), FENCED])
+    with c:
+        with pytest.raises(FencedInstanceError):
+            c.consume(10, 0.1)
+        with pytest.raises(FencedInstanceError):
+            c.consume(10, 0.1)
+    assert factory.last.commits == []
+
+
+def test_fatal_commit_error_is_fencing_when_text_says_so() -> None:
+    c, factory, _ = consumer([Assign((tp(0),)), rec(0, 1)])
+    with c:
+        record = c.poll(0.1)
+        assert record is not None
+        factory.last.commit_failures.append(FENCED)
+        with pytest.raises(FencedInstanceError):
+            c.commit(record)
+
+
+# -- losing partitions -----------------------------------------------------------------------------------
+
+
+def test_max_poll_exceeded_then_lost_warns_and_does_not_commit(caplog: pytest.LogCaptureFixture) -> None:
+    c, factory, recorder = consumer([Assign((tp(0),)), rec(0, 4), MAX_POLL, Lose((tp(0),)), Assign((tp(0),))])
+    with caplog.at_level(logging.WARNING, logger="static_consumer"), c:
+        c.mark_processed(c.poll(0.1) or pytest.fail("no record"))
+        assert c.poll(0.1) is None
+        assert c.poll(0.1) is None
+        assert recorder.of(Lost)[0].partitions == (tp(0),)
+        assert c.assignment == frozenset({tp(0)})  # reassigned after the rejoin
+        assert c.commit() == {}  # the processed offset died with the lost assignment
+    assert factory.last.commits == []
+    text = "\n".join(r.getMessage() for r in caplog.records)
+    assert "max_poll_interval_ms" in text and "lost t[0]" in text
+
+
+# -- committing ------------------------------------------------------------------------------------------
+
+
+def test_commit_record_commits_next_offset() -> None:
+    c, factory, _ = consumer([Assign((tp(0), tp(1))), rec(0, 41), rec(1, 7)])
+    with c:
+        first, second = c.poll(0.1), c.poll(0.1)
+        assert first is not None and second is not None
+        assert c.commit(first) == {tp(0): 42}
+        assert c.commit() == {}  # nothing new processed
+        assert c.commit([second]) == {tp(1): 8}
+        assert c.commit({tp(0): 100}) == {tp(0): 100}
+    assert factory.last.commits == [{tp(0): 42}, {tp(1): 8}, {tp(0): 100}]
+
+
+def test_commit_keeps_highest_processed_offset() -> None:
+    c, factory, _ = consumer([Assign((tp(0),))])
+    with c:
+        c.poll(0.1)
+        c.mark_processed(rec(0, 9))
+        c.mark_processed(rec(0, 3))
+        assert c.commit() == {tp(0): 10}
+
+
+def test_processed_records_of_unassigned_partitions_are_ignored() -> None:
+    c, factory, _ = consumer([Assign((tp(0),))])
+    with c:
+        c.poll(0.1)
+        c.mark_processed(rec(5, 9))
+        assert c.commit() == {}
+
+
+def test_refused_commit_raises_commit_failed_error() -> None:
+    rebalancing = PollError(27, "REBALANCE_IN_PROGRESS", "Broker: Group rebalance in progress", False, False)
+    c, factory, _ = consumer([Assign((tp(0),)), rec(0, 1)])
+    with c:
+        record = c.poll(0.1)
+        factory.last.commit_failures.append(rebalancing)
+        with pytest.raises(CommitFailedError) as info:
+            c.commit(record)
+        assert not info.value.retriable
+        factory.last.commit_failures.append(TRANSPORT)
+        with pytest.raises(RetriableError) as retry:
+            c.commit()
+        assert retry.value.retriable
+        assert c.commit() == {tp(0): 2}  # still pending, so the next commit sends it
+
+
+def test_revoke_commits_processed_offsets_after_listeners() -> None:
+    class Flusher(MembershipListener):
+        def on_revoked(self, event: Revoked) -> None:
+            c.mark_processed(rec(1, 20))  # e.g. a listener flushing a buffer before the commit
+
+    factory = FakeFactory([Assign((tp(0), tp(1))), rec(0, 5), Revoke((tp(0), tp(1))), Assign((tp(1),))])
+    c = StaticConsumer(
+        make_settings(), listeners=[Flusher()], env=POD_ENV, adapter_factory=factory, probe=lambda s: MODERN
+    )
+    with c:
+        c.mark_processed(c.poll(0.1) or pytest.fail("no record"))
+        assert c.poll(0.1) is None
+        assert factory.last.commits == [{tp(0): 6, tp(1): 21}]
+        assert c.assignment == frozenset({tp(1)})
+        assert c.commit() == {}  # revoked offsets are not committed again
+
+
+# -- close and leave -------------------------------------------------------------------------------------
+
+
+def test_close_commits_without_leaving_and_is_idempotent() -> None:
+    c, factory, recorder = consumer([Assign((tp(0),)), rec(0, 8)])
+    c.start()
+    c.mark_processed(c.poll(0.1) or pytest.fail("no record"))
+    c.close()
+    c.close()
+    adapter = factory.last
+    assert adapter.commits == [{tp(0): 9}]
+    assert "unsubscribe" not in adapter.calls
+    assert adapter.calls.count("close") == 1
+    (closed,) = recorder.of(Closed)
+    assert closed.left_group is False and closed.member_id == "member-1"
+    with pytest.raises(ConsumerClosedError):
+        c.poll(0.1)
+
+
+def test_leave_group_classic_unsubscribes_before_close() -> None:
+    removed = Removals()
+    c, factory, recorder = consumer([Assign((tp(0),)), rec(0, 2)], remove_member=removed)
+    c.start()
+    c.mark_processed(c.poll(0.1) or pytest.fail("no record"))
+    assert c.leave_group() is True
+    calls = factory.last.calls
+    assert calls.index("commit") < calls.index("unsubscribe") < calls.index("close")
+    assert calls[calls.index("unsubscribe") + 1] == "poll"  # the revoke is served before close()
+    assert removed.ids == []
+    assert recorder.of(Closed)[0].left_group is True
+
+
+def test_leave_group_consumer_protocol_removes_member_by_instance_id() -> None:
+    removed = Removals()
+    c, factory, recorder = consumer(
+        [Assign((tp(0),))],
+        settings=make_settings(protocol="consumer"),
+        remove_member=removed,
+    )
+    c.start()
+    c.poll(0.1)
+    assert c.leave_group() is True
+    assert "unsubscribe" not in factory.last.calls
+    assert removed.ids == ["orders-2"]
+    assert recorder.of(Closed)[0].left_group is True
+
+
+def test_leave_group_reports_failed_removal() -> None:
+    def fail(settings: ConsumerSettings, instance_id: str) -> bool:
+        raise RetriableError("coordinator not available")
+
+    c, _, recorder = consumer([], settings=make_settings(protocol="consumer"), remove_member=fail)
+    c.start()
+    assert c.leave_group() is False
+    assert recorder.of(Closed)[0].left_group is False
+
+
+def test_fenced_member_never_removes_the_instance_id() -> None:
+    removed = Removals()
+    c, factory, _ = consumer(
+        [FENCED],
+        settings=make_settings(protocol="consumer"),
+        remove_member=removed,
+    )
+    c.start()
+    with pytest.raises(FencedInstanceError):
+        c.poll(0.1)
+    assert c.leave_group() is False
+    assert removed.ids == []  # the id now belongs to the process that fenced us
+
+
+def test_garbage_collected_without_close_warns() -> None:
+    c, _, _ = consumer([])
+    c.start()
+    with pytest.warns(ResourceWarning, match="without close"):
+        del c
+        gc.collect()
+
+
+def test_poll_before_start_raises() -> None:
+    c, _, _ = consumer([])
+    with pytest.raises(ConsumerClosedError, match="not started"):
+        c.poll(0.1)
+
+
+# -- iteration -------------------------------------------------------------------------------------------
+
+
+def test_iteration_marks_a_record_processed_once_the_body_finished() -> None:
+    c, factory, _ = consumer([Assign((tp(0),)), rec(0, 0), rec(0, 1), rec(0, 2)])
+    seen = []
+    with c:
+        for record in c:
+            seen.append(record.offset)
+            if record.offset == 1:
+                c.stop()
+        assert c.commit() == {tp(0): 2}  # offset 1 counted as processed when the loop resumed
+    assert seen == [0, 1]
+
+
+def test_break_does_not_mark_the_current_record() -> None:
+    c, _, _ = consumer([Assign((tp(0),)), rec(0, 0), rec(0, 1)])
+    with c:
+        for record in c:
+            if record.offset == 1:
+                break
+        assert c.commit() == {tp(0): 1}
+
+
+# -- KIP-848: instance id still held by the previous incarnation ----------------------------------------
+
+
+class FakeTime:
+    def __init__(self) -> None:
+        self.now = 0.0
+        self.sleeps: list[float] = []
+
+    def clock(self) -> float:
+        return self.now
+
+    def sleep(self, seconds: float) -> None:
+        self.sleeps.append(seconds)
+        self.now += seconds
+
+
+def test_unreleased_instance_id_is_retried_with_a_new_client() -> None:
+    t = FakeTime()
+    c, factory, _ = consumer(
+        [UNRELEASED],
+        [UNRELEASED],
+        [Assign((tp(0),)), rec(0, 3)],
+        settings=make_settings(protocol="consumer"),
+        sleep=t.sleep,
+        clock=t.clock,
+    )
+    with c:
+        assert c.poll(0.1) is None
+        assert c.poll(0.1) == rec(0, 3)
+    assert len(factory.adapters) == 3
+    assert all(a.calls.count("close") == 1 for a in factory.adapters)
+    assert t.sleeps and sum(t.sleeps) < 50
+
+
+def test_unreleased_gives_up_after_the_session_timeout() -> None:
+    t = FakeTime()
+    c, factory, _ = consumer(
+        *([UNRELEASED] for _ in range(200)),
+        settings=make_settings(protocol="consumer"),
+        sleep=t.sleep,
+        clock=t.clock,
+    )
+    c.start()
+    with pytest.raises(UnreleasedInstanceIdError) as info:
+        c.poll(0.1)
+    assert info.value.retriable and info.value.exit_code == 75
+    assert 45 <= t.now <= 50  # 45 s session timeout + 5 s margin
+    assert len(factory.adapters) < 40
+    with pytest.raises(UnreleasedInstanceIdError):
+        c.poll(0.1)
+    c.close()
+
+
+def test_unreleased_after_being_assigned_is_fencing() -> None:
+    c, factory, _ = consumer(
+        [Assign((tp(0),)), Lose((tp(0),)), UNRELEASED], settings=make_settings(protocol="consumer")
+    )
+    with c, pytest.raises(FencedInstanceError):
+        c.poll(0.1)  # assigned, lost (the old session expired), then refused: replaced by another process
+    assert len(factory.adapters) == 1
+
+
+def test_stop_ends_the_unreleased_retries_quietly() -> None:
+    t = FakeTime()
+    c, factory, _ = consumer(
+        *([UNRELEASED] for _ in range(200)),
+        settings=make_settings(protocol="consumer"),
+        sleep=t.sleep,
+        clock=t.clock,
+    )
+    c.start()
+    c.stop()  # e.g. SIGTERM while waiting for the broker to release the id
+    assert c.poll(0.1) is None
+    assert len(factory.adapters) <= 2
+    with pytest.raises(UnreleasedInstanceIdError):
+        c.poll(0.1)
+    c.close()
+
+
+# -- the adapter's reading of librdkafka errors (no broker needed) ----------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("text", "cause"),
+    [(FENCED.reason, 82), (UNRELEASED.reason, 111), ("Fatal error: Local: something else", None)],
+)
+def test_adapter_reads_the_broker_cause_of_a_fatal_error(text: str, cause: int | None) -> None:
+    import confluent_kafka
+
+    from static_consumer._adapter import poll_error
+
+    # As observed on Kafka 4.3: fencing arrives with code _FATAL and fatal() False.
+    error = poll_error(confluent_kafka.KafkaError(confluent_kafka.KafkaError._FATAL, text, fatal=False))
+    assert error.fatal and error.code == -150 and error.cause == cause
+    transient = poll_error(confluent_kafka.KafkaError(confluent_kafka.KafkaError._TRANSPORT, "down"))
+    assert not transient.fatal and transient.cause is None
