@@ -61,7 +61,9 @@ def run_static(spec: dict[str, Any], emit: Emit, should_stop: Callable[[], bool]
     try:
         consumer.start()
         emit("ready", instance_id=consumer.instance_id, static=consumer.static)
-        while not should_stop() and time.monotonic() < deadline and (max_records is None or seen < max_records):
+        while (
+            not should_stop() and time.monotonic() < deadline and (max_records is None or seen < max_records)
+        ):
             records = consumer.consume(int(spec.get("batch", 500)), 0.2)
             if not records:
                 continue

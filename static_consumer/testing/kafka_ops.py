@@ -138,3 +138,17 @@ def committed_offsets(bootstrap: str, group_id: str, topic: str, partitions: int
     admin = _admin(bootstrap)  # must outlive its futures
     result = admin.list_consumer_group_offsets([request], request_timeout=10)[group_id].result(10)
     return {tp.partition: tp.offset for tp in result.topic_partitions if tp.offset >= 0}
+
+
+def set_group_config(
+    bootstrap: str, group_id: str, config: Mapping[str, str], timeout_s: float = 10.0
+) -> None:
+    """Set KIP-848 group-level configs (e.g. ``consumer.session.timeout.ms``) for one group."""
+    from confluent_kafka.admin._config import AlterConfigOpType, ConfigEntry, ConfigResource
+    from confluent_kafka.admin._resource import ResourceType
+
+    entries = [ConfigEntry(k, v, incremental_operation=AlterConfigOpType.SET) for k, v in config.items()]
+    resource = ConfigResource(ResourceType.GROUP, group_id, incremental_configs=entries)
+    admin = _admin(bootstrap)  # must outlive its futures
+    for future in admin.incremental_alter_configs([resource], request_timeout=timeout_s).values():
+        future.result(timeout=timeout_s)

@@ -83,11 +83,15 @@ class ConsumerProcess:
         return [(t, p, o) for e in self.events("records") for t, p, o in e["records"]]
 
     def assignment(self) -> set[tuple[str, int]]:
-        """Partitions owned now, from the assigned/revoked/lost events seen so far (eager protocol)."""
+        """Partitions owned now, from the assigned/revoked/lost events seen so far.
+
+        Additive, so it holds for both protocols: the eager classic protocol revokes everything before
+        each assignment, while the incremental KIP-848 protocol reports only what is added or removed.
+        """
         owned: set[tuple[str, int]] = set()
         for event in self.events():
             if event["kind"] == "assigned":
-                owned = {(t, p) for t, p in event["partitions"]}
+                owned |= {(t, p) for t, p in event["partitions"]}
             elif event["kind"] in ("revoked", "lost"):
                 owned -= {(t, p) for t, p in event["partitions"]}
         return owned

@@ -1,0 +1,132 @@
+"""Helpers for integration tests that run a whole group of child consumers (not fixtures, no fakes)."""
+
+from __future__ import annotations
+
+import time
+from collections import Counter
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from static_consumer.testing.kafka_ops import committed_offsets, set_group_config
+from static_consumer.testing.processes import ConsumerProcess, wait_until
+from static_consumer.testing.specs import static_spec
+
+Partition = tuple[str, int]
+# KIP-848 groups get a per-group session timeout so tests need not wait the broker default of 45 s.
+CONSUMER_PROTOCOL_SESSION_MS = 10000
+
+
+@dataclass
+class Group:
+    """Named members (instance ids) of one consumer group, each a child process, restartable."""
+
+    start_process: Callable[..., ConsumerProcess]
+    bootstrap: str
+    group_id: str
+    topic: str
+    partitions: int
+    protocol: str = "classic"
+    static: bool = True
+    members: dict[str, ConsumerProcess] = field(default_factory=dict)
+    retired: list[ConsumerProcess] = field(default_factory=list)
+    stop_requested: dict[int, float] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if self.protocol == "consumer":
+            set_group_config(
+                self.bootstrap,
+                self.group_id,
+                {
+                    "consumer.session.timeout.ms": str(CONSUMER_PROTOCOL_SESSION_MS),
+                    "consumer.heartbeat.interval.ms": "500",
+                },
+            )
+
+    def spec(self, name: str) -> dict[str, Any]:
+        settings: dict[str, Any] = {"protocol": self.protocol}
+        if not self.static:
+            settings["static_policy"] = "dynamic"
+        spec = static_spec(
+            self.bootstrap, self.group_id, [self.topic], name if self.static else None, **settings
+        )
+        if self.protocol == "consumer":  # session and heartbeat are broker-side under KIP-848
+            for key in ("session_timeout_ms", "heartbeat_interval_ms"):
+                spec["settings"].pop(key, None)
+        return spec
+
+    def start(self, name: str) -> ConsumerProcess:
+        proc = self.start_process(self.spec(name), name=f"{name}#{len(self.retired) + 1}")
+        self.members[name] = proc
+        return proc
+
+    def stop(self, name: str) -> ConsumerProcess:
+        """SIGTERM and wait: the member finishes its batch, commits and closes (no LeaveGroup)."""
+        proc = self.members.pop(name)
+        self.stop_requested[id(proc)] = time.time()
+        code = proc.stop(timeout_s=60)
+        assert code == 0, f"{proc.name} exited {code}\n{proc.stderr_tail()}"
+        self.retired.append(proc)
+        return proc
+
+    def kill(self, name: str) -> ConsumerProcess:
+        proc = self.members.pop(name)
+        self.stop_requested[id(proc)] = time.time()
+        proc.kill()
+        self.retired.append(proc)
+        return proc
+
+    def all_processes(self) -> list[ConsumerProcess]:
+        return [*self.retired, *self.members.values()]
+
+    # -------------------------------------------------------------------------------- observations
+    def owned(self) -> dict[str, set[Partition]]:
+        return {name: proc.assignment() for name, proc in self.members.items()}
+
+    def wait_stable(self, timeout_s: float = 90.0, settle_s: float = 3.0) -> dict[str, set[Partition]]:
+        """Every partition owned by exactly one live member, every live member owning some, and no change
+        for ``settle_s`` (KIP-848 reconciles step by step, so a complete cover can still be moving)."""
+        everything = {(self.topic, p) for p in range(self.partitions)}
+        last: dict[str, set[Partition]] = {}
+        since = time.monotonic()
+
+        def settled() -> bool:
+            nonlocal last, since
+            owned = self.owned()
+            parts = [tp for s in owned.values() for tp in s]
+            complete = all(owned.values()) and len(parts) == len(set(parts)) and set(parts) == everything
+            if not complete or owned != last:
+                last, since = owned, time.monotonic()
+                return False
+            return time.monotonic() - since >= settle_s
+
+        wait_until(
+            settled,
+            timeout_s,
+            f"a settled assignment of {self.partitions} partitions to {sorted(self.members)}",
+        )
+        return last
+
+    def revocations_since(self, since: float, processes: Iterable[ConsumerProcess] | None = None) -> int:
+        """Revoked/lost events with partitions, seen by members while they were not being stopped."""
+        count = 0
+        for proc in processes if processes is not None else self.all_processes():
+            until = self.stop_requested.get(id(proc), float("inf"))
+            for event in proc.events():
+                if (
+                    event["kind"] in ("revoked", "lost")
+                    and event["partitions"]
+                    and since <= event["ts"] < until
+                ):
+                    count += 1
+        return count
+
+    def consumed(self) -> Counter[tuple[str, int, int]]:
+        return Counter(r for proc in self.all_processes() for r in proc.records())
+
+    def wait_consumed(self, total: int, timeout_s: float = 120.0) -> Counter[tuple[str, int, int]]:
+        wait_until(lambda: len(self.consumed()) >= total, timeout_s, f"{total} distinct records consumed")
+        return self.consumed()
+
+    def committed(self) -> dict[int, int]:
+        return committed_offsets(self.bootstrap, self.group_id, self.topic, self.partitions)

@@ -1,0 +1,107 @@
+"""kill -9 and restart on a real broker (issue 3, scenario c).
+
+Classic protocol: a static member killed without any goodbye and restarted within session.timeout.ms
+gets the same partitions back and nobody else notices; restarted after the timeout, the broker has
+rebalanced, and nothing is lost either way (at-least-once: uncommitted records are delivered again).
+
+KIP-848 consumer protocol: a member that did not leave cleanly still holds its instance id until the
+broker-side session timeout expires, so the restart waits (UNRELEASED_INSTANCE_ID, retried by
+StaticConsumer) and the group rebalances when the old member expires. Nothing is lost either.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+
+import pytest
+from _group import CONSUMER_PROTOCOL_SESSION_MS, Group
+
+from static_consumer.testing import describe_group, produce
+from static_consumer.testing.processes import ConsumerProcess, wait_until
+
+PARTITIONS = 6
+CLASSIC_SESSION_MS = 10000  # static_spec's default
+
+
+@pytest.fixture
+def group_of_three(
+    request: pytest.FixtureRequest,
+    kafka_bootstrap_servers: str,
+    kafka_topic_factory: Callable[..., str],
+    kafka_group_id_factory: Callable[..., str],
+    kafka_consumer_process_factory: Callable[..., ConsumerProcess],
+) -> Group:
+    protocol = getattr(request, "param", "classic")
+    group = Group(
+        kafka_consumer_process_factory,
+        kafka_bootstrap_servers,
+        kafka_group_id_factory(),
+        kafka_topic_factory(PARTITIONS),
+        PARTITIONS,
+        protocol=protocol,
+    )
+    for name in ("app-0", "app-1", "app-2"):
+        group.start(name)
+    group.wait_stable()
+    return group
+
+
+def _instance_ids(group: Group) -> set[str]:
+    return {m.group_instance_id for m in describe_group(group.bootstrap, group.group_id).members}
+
+
+def test_kill9_and_restart_within_session_timeout_gets_same_partitions(group_of_three: Group) -> None:
+    group = group_of_three
+    produced = produce(group.bootstrap, group.topic, 1500)
+    group.wait_consumed(produced)
+    stable_since = time.time()
+    before = group.owned()["app-1"]
+
+    group.kill("app-1")
+    assert "app-1" in _instance_ids(group), (
+        "the broker keeps a killed static member until its session times out"
+    )
+    produced += produce(group.bootstrap, group.topic, 600, start=produced)
+    restarted = group.start("app-1")
+    restarted.wait_for_kind("assigned", timeout_s=CLASSIC_SESSION_MS / 1000)
+    group.wait_stable()
+
+    assert restarted.assignment() == before
+    assert group.revocations_since(stable_since) == 0, "the live members noticed the crash"
+    assert len(group.wait_consumed(produced)) == produced
+
+
+def test_kill9_and_restart_after_session_timeout_rebalances_and_loses_nothing(group_of_three: Group) -> None:
+    group = group_of_three
+    produced = produce(group.bootstrap, group.topic, 1500)
+    stable_since = time.time()
+    group.kill("app-2")
+    # The broker expires the member after the session timeout and gives its partitions to the others.
+    wait_until(lambda: "app-2" not in _instance_ids(group), CLASSIC_SESSION_MS / 1000 + 30, "app-2 expiring")
+    group.wait_stable()
+    assert group.revocations_since(stable_since) > 0
+
+    produced += produce(group.bootstrap, group.topic, 600, start=produced)
+    group.start("app-2")
+    group.wait_stable()
+    assert len(group.wait_consumed(produced)) == produced
+
+
+@pytest.mark.parametrize("group_of_three", ["consumer"], indirect=True)
+def test_kill9_under_consumer_protocol_waits_for_the_session_and_loses_nothing(group_of_three: Group) -> None:
+    group = group_of_three
+    produced = produce(group.bootstrap, group.topic, 1500)
+    group.wait_consumed(produced)
+    group.kill("app-0")
+    killed_at = time.monotonic()
+    restarted = group.start("app-0")
+    restarted.wait_for_kind("assigned", timeout_s=CONSUMER_PROTOCOL_SESSION_MS / 1000 + 30)
+    waited = time.monotonic() - killed_at
+    # The id was not released before the broker-side session timeout (a generous lower bound: start-up
+    # of the new process overlaps the wait).
+    assert waited >= CONSUMER_PROTOCOL_SESSION_MS / 1000 * 0.5
+    group.wait_stable()
+    produced += produce(group.bootstrap, group.topic, 600, start=produced)
+    assert len(group.wait_consumed(produced)) == produced
+    assert restarted.returncode is None, restarted.stderr_tail()
