@@ -10,9 +10,9 @@ import time
 from collections.abc import Callable
 
 import pytest
-from _group import Group
 
 from static_consumer.testing import produce
+from static_consumer.testing.group import Group
 from static_consumer.testing.processes import ConsumerProcess
 
 PARTITIONS = 8

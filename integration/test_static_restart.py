@@ -15,9 +15,9 @@ import time
 from collections.abc import Callable
 
 import pytest
-from _group import CONSUMER_PROTOCOL_SESSION_MS, Group
 
 from static_consumer.testing import describe_group, produce
+from static_consumer.testing.group import CONSUMER_PROTOCOL_SESSION_MS, Group
 from static_consumer.testing.processes import ConsumerProcess, wait_until
 
 PARTITIONS = 6

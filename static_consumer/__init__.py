@@ -24,6 +24,7 @@ from static_consumer.errors import (
     SessionTimeoutOutOfBoundsError,
     StaticConsumerError,
     StaticMembershipUnsupportedError,
+    UnknownInstanceIdError,
     UnreleasedInstanceIdError,
 )
 from static_consumer.events import (
@@ -78,6 +79,7 @@ __all__ = [
     "StaticDecision",
     "StaticMembershipUnsupportedError",
     "TopicPartition",
+    "UnknownInstanceIdError",
     "UnreleasedInstanceIdError",
     "__version__",
     "decide",

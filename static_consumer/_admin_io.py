@@ -34,6 +34,7 @@ from static_consumer.types import TopicPartition
 log = logging.getLogger(__name__)
 _LIBRDKAFKA_LOG = logging.getLogger("static_consumer.admin.librdkafka")
 CLIENT_ID = "static-consumer-admin"
+_RETRIABLE_GROUP_ERRORS = ("CoordinatorLoadInProgress", "CoordinatorNotAvailable", "NotCoordinator")
 
 
 @contextmanager
@@ -103,9 +104,18 @@ def describe(admin: Any, settings: ConsumerSettings, group_id: str) -> GroupDesc
     if raw.get("error") is None or raw.get("members"):
         return _from_describe_groups(group_id, raw)
     if "GroupIdNotFound" not in str(raw["error"]):
-        raise StaticConsumerError(f"describe group {group_id}: {raw['error']}")
+        raise _group_error(f"describe group {group_id}", str(raw["error"]))
     # Either no such group or a KIP-848 group; ConsumerGroupDescribe tells them apart (Dead = unknown).
     return describe_consumer_protocol(settings, group_id)
+
+
+def _group_error(doing: str, error: str) -> StaticConsumerError:
+    """A group-level error of a DescribeGroups answer (kafka-python reports it as text)."""
+    if any(name in error for name in _RETRIABLE_GROUP_ERRORS):
+        return RetriableError(f"{doing}: {error}; the group coordinator is moving or loading, try again")
+    if "AuthorizationFailed" in error:
+        return ConfigurationError(f"{doing}: {error}; the principal needs DESCRIBE on the group")
+    return StaticConsumerError(f"{doing}: {error}")
 
 
 def _from_describe_groups(group_id: str, raw: Mapping[str, Any]) -> GroupDescription:

@@ -2,7 +2,7 @@
 
 ::
 
-    StaticConsumerError                 base of everything raised here; ``retriable`` and ``exit_code`` are data
+    StaticConsumerError                 base class; ``retriable`` and ``exit_code`` are data
     ├── ConfigurationError              the settings or identity are wrong: change them (exit 78)
     │   ├── InvalidInstanceIdError      group.instance.id breaks Kafka's rules or would not be stable
     │   └── UnknownInstanceIdError      an operator named an instance id that is not in the group

@@ -11,7 +11,7 @@ EXPECTED = {
     "FatalConsumerError", "FatalError", "Fenced", "FencedInstanceError", "Identity",
     "InvalidInstanceIdError", "Lost", "MembershipEvent", "MembershipListener", "Record", "RetriableError",
     "Revoked", "SessionTimeoutOutOfBoundsError", "State", "StaticConsumer", "StaticConsumerError",
-    "StaticDecision", "StaticMembershipUnsupportedError", "TopicPartition", "UnreleasedInstanceIdError",
+    "StaticDecision", "StaticMembershipUnsupportedError", "TopicPartition", "UnknownInstanceIdError", "UnreleasedInstanceIdError",
     "__version__", "decide", "exit_code_for", "install_sigterm_handler", "resolve_identity",
     "run_until_sigterm", "validate_instance_id",
 }  # fmt: skip

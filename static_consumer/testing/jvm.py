@@ -11,6 +11,7 @@ import base64
 import contextlib
 import ctypes
 import os
+import re
 import shutil
 import signal
 import socket
@@ -250,6 +251,15 @@ class JvmKafkaCluster:
                 parts.append(f"--- broker node {node.node_id} log tail ({node.log_path}) ---")
                 parts.extend(text)
         return "\n".join(parts)
+
+    def group_generations(self, group_id: str) -> list[int]:
+        """Generations the classic group coordinator logged as stable for ``group_id`` (every node)."""
+        pattern = re.compile(rf"Stabilized group {re.escape(group_id)} generation (\d+)")
+        found: set[int] = set()
+        for path in self.log_paths():
+            if path.exists():
+                found.update(int(m.group(1)) for m in pattern.finditer(path.read_text(errors="replace")))
+        return sorted(found)
 
     def log_paths(self) -> Iterator[Path]:
         return (n.log_path for n in self.nodes)

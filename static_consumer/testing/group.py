@@ -1,4 +1,4 @@
-"""Helpers for integration tests that run a whole group of child consumers (not fixtures, no fakes)."""
+"""A whole consumer group of child processes, for integration tests, benchmarks and the demo."""
 
 from __future__ import annotations
 
@@ -28,6 +28,7 @@ class Group:
     partitions: int
     protocol: str = "classic"
     static: bool = True
+    spec_factory: Callable[[str], dict[str, Any]] | None = None  # overrides the StaticConsumer spec
     members: dict[str, ConsumerProcess] = field(default_factory=dict)
     retired: list[ConsumerProcess] = field(default_factory=list)
     stop_requested: dict[int, float] = field(default_factory=dict)
@@ -44,6 +45,8 @@ class Group:
             )
 
     def spec(self, name: str) -> dict[str, Any]:
+        if self.spec_factory is not None:
+            return self.spec_factory(name)
         settings: dict[str, Any] = {"protocol": self.protocol}
         if not self.static:
             settings["static_policy"] = "dynamic"

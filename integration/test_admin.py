@@ -1,0 +1,184 @@
+"""Operator tools on a real broker: remove-members and scale-down move a dead static member's partitions at
+once (instead of after the session timeout), unknown ids are refused, probe and describe read the cluster."""
+
+from __future__ import annotations
+
+import io
+import json
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from static_consumer.admin import describe_group
+from static_consumer.cli import main
+from static_consumer.settings import ConsumerSettings
+from static_consumer.testing.processes import ConsumerProcess, wait_until
+from static_consumer.testing.specs import confluent_spec
+
+# Long enough that a test passing within seconds proves the removal, not the expiry, moved the partitions.
+SESSION_TIMEOUT_MS = 60_000
+StartFn = Callable[..., ConsumerProcess]
+
+
+def cli(*argv: str) -> tuple[int, dict[str, Any]]:
+    out = io.StringIO()
+    code = main([*argv, "--json"], stdout=out, stderr=io.StringIO())
+    return code, json.loads(out.getvalue())
+
+
+def start_static(
+    start: StartFn, bootstrap: str, group: str, topics: list[str], instance_id: str, **config: Any
+) -> ConsumerProcess:
+    spec = confluent_spec(
+        bootstrap,
+        group,
+        topics,
+        **{"group.instance.id": instance_id, "session.timeout.ms": SESSION_TIMEOUT_MS, **config},
+    )
+    return start(spec, name=instance_id)
+
+
+def owned(members: list[ConsumerProcess]) -> int:
+    return sum(len(m.assignment()) for m in members)
+
+
+def test_remove_members_gives_a_killed_members_partitions_to_the_others_at_once(
+    kafka_bootstrap_servers: str,
+    kafka_topic_factory: Callable[..., str],
+    kafka_group_id_factory: Callable[..., str],
+    kafka_consumer_process_factory: StartFn,
+) -> None:
+    bootstrap, topic, group = kafka_bootstrap_servers, kafka_topic_factory(6), kafka_group_id_factory()
+    members = [
+        start_static(kafka_consumer_process_factory, bootstrap, group, [topic], f"pod-{i}") for i in range(3)
+    ]
+    wait_until(lambda: [len(m.assignment()) for m in members] == [2, 2, 2], 60, "a 2+2+2 split")
+
+    members[2].kill()
+    survivors = members[:2]
+    settings = ConsumerSettings(bootstrap_servers=bootstrap, group_id=group)
+    # A killed static member sends nothing: the broker keeps it, and its partitions, until the timeout.
+    assert "pod-2" in describe_group(settings).instance_ids
+
+    began = time.monotonic()
+    code, result = cli("remove-members", group, "--instance-id", "pod-2", "-b", bootstrap)
+    assert (code, result["removed"], result["failed"]) == (0, ["pod-2"], [])
+    wait_until(lambda: owned(survivors) == 6, 30, "the survivors to own all 6 partitions")
+    elapsed = time.monotonic() - began
+    print(
+        f"remove-members -> re-owned in {elapsed:.2f} s (session timeout {SESSION_TIMEOUT_MS / 1000:.0f} s)"
+    )
+    assert elapsed < SESSION_TIMEOUT_MS / 1000 / 4
+    assert survivors[0].assignment().isdisjoint(survivors[1].assignment())
+
+    code, described = cli("describe", group, "-b", bootstrap, "--check")
+    assert code == 0, described["audit"]
+    assert [m["instance_id"] for m in described["group"]["members"]] == ["pod-0", "pod-1"]
+
+
+def test_remove_members_refuses_unknown_ids_and_removes_nothing(
+    kafka_bootstrap_servers: str,
+    kafka_topic_factory: Callable[..., str],
+    kafka_group_id_factory: Callable[..., str],
+    kafka_consumer_process_factory: StartFn,
+) -> None:
+    bootstrap, topic, group = kafka_bootstrap_servers, kafka_topic_factory(2), kafka_group_id_factory()
+    members = [
+        start_static(kafka_consumer_process_factory, bootstrap, group, [topic], f"pod-{i}") for i in range(2)
+    ]
+    wait_until(lambda: [len(m.assignment()) for m in members] == [1, 1], 60, "a 1+1 split")
+    revokes_before = sum(len(m.events("revoked")) for m in members)
+
+    code, result = cli(
+        "remove-members", group, "--instance-id", "pod-1", "--instance-id", "pod-7", "-b", bootstrap
+    )
+
+    assert code == 78
+    assert result["error"]["type"] == "UnknownInstanceIdError"
+    assert "pod-7" in result["error"]["message"] and "Nothing was removed" in result["error"]["message"]
+    time.sleep(2)  # a removal would have made the broker rebalance within a heartbeat or two
+    settings = ConsumerSettings(bootstrap_servers=bootstrap, group_id=group)
+    assert describe_group(settings).instance_ids == {"pod-0", "pod-1"}
+    assert sum(len(m.events("revoked")) for m in members) == revokes_before
+
+
+def test_scale_down_removes_the_ordinals_a_statefulset_dropped_and_is_idempotent(
+    kafka_bootstrap_servers: str,
+    kafka_topic_factory: Callable[..., str],
+    kafka_group_id_factory: Callable[..., str],
+    kafka_consumer_process_factory: StartFn,
+) -> None:
+    bootstrap, topic, group = kafka_bootstrap_servers, kafka_topic_factory(3), kafka_group_id_factory()
+    pods = [
+        start_static(kafka_consumer_process_factory, bootstrap, group, [topic], f"orders-{i}")
+        for i in range(3)
+    ]
+    wait_until(lambda: owned(pods) == 3 and all(p.assignment() for p in pods), 60, "one partition each")
+    for pod in pods[1:]:  # the StatefulSet went from 3 to 1 replica; its pods are gone
+        pod.kill()
+
+    code, result = cli("scale-down", group, "--statefulset", "orders", "--replicas", "1", "-b", bootstrap)
+    assert (code, sorted(result["removed"])) == (0, ["orders-1", "orders-2"])
+    wait_until(lambda: len(pods[0].assignment()) == 3, 30, "orders-0 to own all 3 partitions")
+
+    code, again = cli("scale-down", group, "--statefulset", "orders", "--replicas", "1", "-b", bootstrap)
+    assert (code, again["removed"], again["failed"]) == (0, [], [])
+
+
+def test_remove_members_works_for_a_kip848_consumer_protocol_group(
+    kafka_bootstrap_servers: str,
+    kafka_topic_factory: Callable[..., str],
+    kafka_group_id_factory: Callable[..., str],
+    kafka_consumer_process_factory: StartFn,
+) -> None:
+    bootstrap, topic, group = kafka_bootstrap_servers, kafka_topic_factory(4), kafka_group_id_factory()
+    for i in range(2):
+        spec = confluent_spec(bootstrap, group, [topic], **{"group.instance.id": f"pod-{i}"})
+        for classic_only in ("session.timeout.ms", "heartbeat.interval.ms"):
+            del spec["config"][classic_only]
+        spec["config"]["group.protocol"] = "consumer"
+        kafka_consumer_process_factory(spec, name=f"pod-{i}")
+    settings = ConsumerSettings(bootstrap_servers=bootstrap, group_id=group)
+
+    def split() -> list[int]:
+        return [len(m.assignment) for m in describe_group(settings).members]
+
+    wait_until(lambda: split() == [2, 2], 60, "a 2+2 split")
+    description = describe_group(settings)
+    assert description.group_type == "consumer" and description.instance_ids == {"pod-0", "pod-1"}
+
+    code, result = cli("remove-members", group, "--instance-id", "pod-1", "-b", bootstrap)
+    # pod-1 is alive, so it rejoins as a new member: the point here is that the broker accepted the removal
+    # of a KIP-848 member by instance id and the group settles again.
+    assert (code, result["removed"]) == (0, ["pod-1"])
+    wait_until(lambda: sorted(split()) == [2, 2], 60, "the group to settle again")
+
+
+def test_probe_reports_static_support_and_the_session_bounds(kafka_bootstrap_servers: str) -> None:
+    code, report = cli("probe", "-b", kafka_bootstrap_servers)
+    assert code == 0
+    assert report["supports"] == {
+        "classic_static": True,
+        "consumer_protocol": True,
+        "leave_group_batch": True,
+    }
+    bounds = report["group_session_timeout_ms"]
+    assert 500 < bounds["min"] <= bounds["max"]  # the harness broker allows 1000 ms, Kafka's default 6000
+    assert report["configured"]["static"] is True
+
+    code, refused = cli("probe", "-b", kafka_bootstrap_servers, "--session-timeout-ms", "500")
+    assert code == 69
+    assert refused["configured"]["error"]["type"] == "SessionTimeoutOutOfBoundsError"
+
+
+def test_console_script_is_installed_and_reads_the_environment(kafka_bootstrap_servers: str) -> None:
+    script = Path(sys.executable).with_name("static-consumer")
+    env = {"STATIC_CONSUMER_BOOTSTRAP_SERVERS": kafka_bootstrap_servers, "PATH": "/usr/bin:/bin"}
+    done = subprocess.run(
+        [str(script), "probe", "--json"], env=env, capture_output=True, text=True, timeout=60, check=False
+    )
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["bootstrap_servers"] == kafka_bootstrap_servers
