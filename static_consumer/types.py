@@ -1,12 +1,15 @@
-"""Plain data the consumer hands out: partitions and records. Pure; no client library types leak out."""
+"""Plain data the consumer hands out: partitions and records. Pure; no client library types leak out.
+
+Both are NamedTuples rather than dataclasses: a consumer builds one Record per message, and tuple
+construction, hashing and comparison run in C. They are immutable and compare by value.
+"""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from typing import NamedTuple
 
 
-@dataclass(frozen=True, order=True, slots=True)
-class TopicPartition:
+class TopicPartition(NamedTuple):
     """One partition of a topic. Ordered by (topic, partition)."""
 
     topic: str
@@ -16,8 +19,7 @@ class TopicPartition:
         return f"{self.topic}[{self.partition}]"
 
 
-@dataclass(frozen=True, slots=True)
-class Record:
+class Record(NamedTuple):
     """One consumed message. ``timestamp_ms`` is None when the broker gave no timestamp."""
 
     topic: str
