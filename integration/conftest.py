@@ -19,11 +19,25 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 
 
 _skipped: list[str] = []
+_outcomes: dict[str, int] = {"passed": 0, "failed": 0, "skipped": 0}
 
 
 def pytest_runtest_logreport(report: pytest.TestReport) -> None:
-    if report.skipped and "integration" in report.nodeid:
+    if "integration" not in report.nodeid:
+        return
+    if report.skipped:
         _skipped.append(report.nodeid)
+        _outcomes["skipped"] += 1
+    elif report.failed:
+        _outcomes["failed"] += 1
+    elif report.when == "call":
+        _outcomes["passed"] += 1
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    terminalreporter.section("integration suite (real Apache Kafka broker)")
+    passed, failed, skipped = _outcomes["passed"], _outcomes["failed"], _outcomes["skipped"]
+    terminalreporter.write_line(f"integration: {passed} passed, {failed} failed, {skipped} skipped")
 
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
