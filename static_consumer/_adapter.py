@@ -13,6 +13,8 @@ Facts this module relies on (librdkafka 2.16 against Kafka 4.3, checked on a rea
 - Under ``group.protocol=consumer`` a joiner whose instance id is still held gets the same kind of
   ``_FATAL`` message with "The instance ID is still used by another member in the consumer group"
   (UNRELEASED_INSTANCE_ID, 111); that librdkafka instance is dead, so a retry needs a new one.
+- A consumer that only ``assign()``s never joins its group: ``max.poll.interval.ms`` does not apply, and
+  ``incremental_assign``/``incremental_unassign`` work outside a rebalance callback (ordinal mode).
 - ``close()`` sends no LeaveGroup for a static member. ``unsubscribe()`` does under the classic protocol,
   but under the consumer protocol it sends a static leave (epoch -2) and the broker keeps the member
   until its session timeout, so removal there goes through an admin LeaveGroup by instance id.
@@ -21,6 +23,7 @@ Facts this module relies on (librdkafka 2.16 against Kafka 4.3, checked on a rea
 from __future__ import annotations
 
 import logging
+import struct
 import threading
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -41,6 +44,7 @@ MAX_POLL_EXCEEDED = confluent_kafka.KafkaError._MAX_POLL_EXCEEDED
 PARTITION_EOF = confluent_kafka.KafkaError._PARTITION_EOF
 FENCED_INSTANCE_ID = 82
 UNRELEASED_INSTANCE_ID = 111
+_NO_TIMESTAMP = confluent_kafka.TIMESTAMP_NOT_AVAILABLE
 # The broker error behind a _FATAL is only in its text; librdkafka builds that text from its own
 # description of the broker code, so match those descriptions rather than hand-copied strings.
 _CAUSES = {
@@ -83,7 +87,20 @@ class ConsumerAdapter(Protocol):
         on_lost: RebalanceCallback,
     ) -> None: ...
 
-    def assign(self, partitions: Mapping[TopicPartition, int | None]) -> None: ...
+    def assign(self, partitions: Mapping[TopicPartition, int | None]) -> None:
+        """Replace the assignment; an offset of None starts from the committed offset (else the reset)."""
+        ...
+
+    def incremental_assign(self, partitions: Mapping[TopicPartition, int | None]) -> None:
+        """Add partitions, leaving the positions of the others alone."""
+        ...
+
+    def incremental_unassign(self, partitions: Sequence[TopicPartition]) -> None: ...
+
+    def partition_counts(self, topics: Sequence[str], timeout: float) -> dict[str, int | None]:
+        """Partition count per topic from fresh cluster metadata; None for a topic the broker does not
+        know (or reported an error for without partitions)."""
+        ...
 
     def poll(self, timeout: float) -> Record | PollError | None: ...
 
@@ -101,6 +118,10 @@ class ConsumerAdapter(Protocol):
 
     def member_id(self) -> str | None: ...
 
+    def generation(self) -> int | None:
+        """The group generation (classic) or member epoch (consumer protocol); None when not joined."""
+        ...
+
     def take_errors(self) -> list[PollError]:
         """Errors reported out of band (librdkafka's error_cb) since the last call."""
         ...
@@ -116,30 +137,36 @@ def poll_error(err: confluent_kafka.KafkaError) -> PollError:
     cause = None
     if code == FATAL:
         cause = next((c for c, text in _CAUSES.items() if text in reason), None)
+    elif code == FENCED_INSTANCE_ID:
+        # A commit that reaches the broker after the fence raises the broker code itself, with fatal()
+        # False; librdkafka turns it into a fatal error right after, so it is fatal here too.
+        cause = FENCED_INSTANCE_ID
     return PollError(
         code=code,
         name=err.name(),
         reason=reason,
-        fatal=bool(err.fatal()) or code == FATAL,
+        fatal=bool(err.fatal()) or code in (FATAL, FENCED_INSTANCE_ID),
         retriable=bool(err.retriable()),
         cause=cause,
     )
 
 
 def _record(msg: confluent_kafka.Message) -> Record:
+    # The hot path: one call per message, so it avoids helper calls where the common case allows.
     topic, partition, offset = msg.topic(), msg.partition(), msg.offset()
     if topic is None or partition is None or offset is None:  # only error events lack them
         raise AdapterError(PollError(-1, "NOT_A_RECORD", f"message without position: {msg!r}", False, False))
     ts_type, ts = msg.timestamp()
+    key, value, headers = msg.key(), msg.value(), msg.headers()
     return Record(
-        topic=topic,
-        partition=partition,
-        offset=offset,
-        key=_bytes(msg.key()),
-        value=_bytes(msg.value()),
-        timestamp_ms=None if ts_type == confluent_kafka.TIMESTAMP_NOT_AVAILABLE else ts,
-        timestamp_type=ts_type,
-        headers=_headers(msg.headers()),
+        topic,
+        partition,
+        offset,
+        key if key is None or type(key) is bytes else _bytes(key),
+        value if value is None or type(value) is bytes else _bytes(value),
+        None if ts_type == _NO_TIMESTAMP else ts,
+        ts_type,
+        () if headers is None else _headers(headers),
     )
 
 
@@ -166,6 +193,34 @@ def _ours(parts: Sequence[confluent_kafka.TopicPartition]) -> list[TopicPartitio
 
 def _offset(value: int) -> int | None:
     return value if value >= 0 else None  # librdkafka's logical offsets (INVALID, BEGINNING...) are < 0
+
+
+def _starts(partitions: Mapping[TopicPartition, int | None]) -> list[confluent_kafka.TopicPartition]:
+    # OFFSET_STORED: librdkafka fetches the committed offset and falls back to auto.offset.reset.
+    return [
+        confluent_kafka.TopicPartition(
+            tp.topic, tp.partition, confluent_kafka.OFFSET_STORED if offset is None else offset
+        )
+        for tp, offset in partitions.items()
+    ]
+
+
+# confluent-kafka hands out librdkafka's consumer group metadata only serialized, and librdkafka has no
+# other API for the generation: "CGMDv2:" then the generation as a host-order int32 (librdkafka's
+# rd_kafka_consumer_group_metadata_write), -1 before the first join. Another magic: unknown layout.
+_CGMD_MAGIC = b"CGMDv2:"
+_INT32 = struct.Struct("=i")
+
+
+def parse_generation(metadata: object) -> int | None:
+    """The generation in serialized consumer group metadata; None if absent or of an unknown format."""
+    if not isinstance(metadata, bytes) or not metadata.startswith(_CGMD_MAGIC):
+        return None
+    end = len(_CGMD_MAGIC) + _INT32.size
+    if len(metadata) < end:
+        return None
+    (generation,) = _INT32.unpack(metadata[len(_CGMD_MAGIC) : end])
+    return generation if generation >= 0 else None
 
 
 def _raise(exc: confluent_kafka.KafkaException) -> AdapterError:
@@ -209,14 +264,27 @@ class ConfluentAdapter:
         )
 
     def assign(self, partitions: Mapping[TopicPartition, int | None]) -> None:
-        self._consumer.assign(
-            [
-                confluent_kafka.TopicPartition(tp.topic, tp.partition, confluent_kafka.OFFSET_STORED)
-                if offset is None
-                else confluent_kafka.TopicPartition(tp.topic, tp.partition, offset)
-                for tp, offset in partitions.items()
-            ]
+        self._consumer.assign(_starts(partitions))
+
+    def incremental_assign(self, partitions: Mapping[TopicPartition, int | None]) -> None:
+        self._consumer.incremental_assign(_starts(partitions))
+
+    def incremental_unassign(self, partitions: Sequence[TopicPartition]) -> None:
+        self._consumer.incremental_unassign(
+            [confluent_kafka.TopicPartition(tp.topic, tp.partition) for tp in partitions]
         )
+
+    def partition_counts(self, topics: Sequence[str], timeout: float) -> dict[str, int | None]:
+        try:
+            # One Metadata request for all topics; consumers do not auto-create topics by default.
+            known = self._consumer.list_topics(timeout=timeout).topics
+        except confluent_kafka.KafkaException as exc:
+            raise _raise(exc) from None
+        counts: dict[str, int | None] = {}
+        for topic in topics:
+            meta = known.get(topic)
+            counts[topic] = len(meta.partitions) if meta is not None and meta.partitions else None
+        return counts
 
     def poll(self, timeout: float) -> Record | PollError | None:
         msg = self._consumer.poll(timeout)
@@ -268,6 +336,12 @@ class ConfluentAdapter:
         member: str | None = self._consumer.memberid()
         return member or None
 
+    def generation(self) -> int | None:
+        try:
+            return parse_generation(self._consumer.consumer_group_metadata())
+        except (RuntimeError, confluent_kafka.KafkaException):  # closed, or no group configured
+            return None
+
     def unsubscribe(self) -> None:
         self._consumer.unsubscribe()
 
@@ -313,4 +387,5 @@ __all__ = [
     "ConsumerAdapter",
     "PollError",
     "close_bounded",
+    "parse_generation",
 ]

@@ -12,23 +12,26 @@ from __future__ import annotations
 
 import concurrent.futures
 import logging
+import time
 from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from typing import Any
 
 import kafka.errors as kafka_errors
-from kafka.admin import KafkaAdminClient, MemberToRemove
+from kafka.admin import MemberToRemove
 
-from static_consumer._config import admin_config, kafka_python_config
+from static_consumer import _kafka_python
+from static_consumer._config import admin_config
 from static_consumer._groups import GroupDescription, GroupMember, RemovalFailure
 from static_consumer.errors import (
+    AuthenticationError,
     BrokerUnavailableError,
     CapabilityError,
     ConfigurationError,
     RetriableError,
     StaticConsumerError,
 )
-from static_consumer.settings import REDACTED, ConsumerSettings
+from static_consumer.settings import ConsumerSettings
 from static_consumer.types import TopicPartition
 
 log = logging.getLogger(__name__)
@@ -43,34 +46,71 @@ def kafka_admin(settings: ConsumerSettings, doing: str) -> Iterator[Any]:
 
     Broker errors raised inside the block are translated (see :func:`translate`).
     """
-    created: list[Any] = []
-
-    def recording_factory(**configs: Any) -> Any:
-        # KafkaAdminClient starts its network thread before bootstrapping and does not stop it when the
-        # bootstrap times out; holding the network client lets us close it on that path too.
-        client = KafkaAdminClient.DEFAULT_CONFIG["kafka_client"](**configs)
-        created.append(client)
-        return client
-
-    cfg = kafka_python_config(settings) | {"client_id": CLIENT_ID, "kafka_client": recording_factory}
-    admin = None
     try:
-        admin = KafkaAdminClient(**cfg)
-        yield admin
+        with _kafka_python.admin_client(settings, CLIENT_ID) as admin:
+            yield admin
     except kafka_errors.KafkaError as exc:
-        raise translate(exc, settings, doing) from None
-    finally:
-        if admin is not None:
-            admin.close()
-        else:
-            for client in created:
-                client.close()
+        raise translate(explain(exc, settings), settings, doing) from None
+
+
+def explain(exc: kafka_errors.KafkaError, settings: ConsumerSettings) -> kafka_errors.KafkaError:
+    """The SASL refusal behind a kafka-python timeout or lost connection, if the brokers refuse the
+    credentials; else ``exc`` itself.
+
+    kafka-python 3.0 drops the broker's refusal whenever the broker closes the connection right after
+    sending it (it reads the data and the end of stream together and keeps only the end), so with SCRAM
+    a wrong password mostly surfaces as "Unable to bootstrap". librdkafka reports it reliably.
+    """
+    if isinstance(exc, (kafka_errors.KafkaTimeoutError, kafka_errors.KafkaConnectionError)):
+        reason = login_refusal(settings)
+        if reason is not None:
+            return kafka_errors.SaslAuthenticationFailedError(reason)
+    return exc
+
+
+def login_refusal(settings: ConsumerSettings, timeout_s: float | None = None) -> str | None:
+    """The brokers' reason for refusing the configured SASL credentials; None when they accept them,
+    cannot be reached, or SASL is not configured. Waits at most ``timeout_s`` (``connect_timeout_s``)."""
+    if not settings.security_protocol.startswith("SASL"):
+        return None
+    from confluent_kafka import KafkaError, KafkaException
+    from confluent_kafka.admin import AdminClient
+
+    refusals: list[str] = []
+    unreachable: list[str] = []
+
+    def on_error(err: Any) -> None:
+        if err.code() == KafkaError._AUTHENTICATION:  # one authentication round trip after connecting
+            refusals.append(err.str())
+        elif err.code() == KafkaError._ALL_BROKERS_DOWN:
+            unreachable.append(err.str())
+
+    config: dict[str, Any] = {**admin_config(settings), "error_cb": on_error, "logger": _LIBRDKAFKA_LOG}
+    client = AdminClient(config)
+    deadline = time.monotonic() + (settings.connect_timeout_s if timeout_s is None else timeout_s)
+    while time.monotonic() < deadline:
+        try:
+            client.list_topics(timeout=max(0.01, min(0.25, deadline - time.monotonic())))
+            return None  # metadata answered: the credentials are accepted
+        except KafkaException:
+            pass
+        client.poll(0)  # serves error_cb
+        if refusals:
+            return scrub(refusals[0], settings)
+        if unreachable:
+            return None  # every broker failed for another reason
+    return None
 
 
 def translate(exc: BaseException, settings: ConsumerSettings, doing: str) -> StaticConsumerError:
     """The project error for a kafka-python error met while ``doing`` something."""
     text = scrub(str(exc) or type(exc).__name__, settings)
-    if isinstance(exc, (kafka_errors.SaslAuthenticationFailedError, kafka_errors.AuthorizationError)):
+    if isinstance(exc, _kafka_python.AUTH_ERRORS):
+        return AuthenticationError(
+            f"{doing}: the brokers refused to authenticate {settings.sasl_username!r} with "
+            f"{settings.sasl_mechanism} ({text}); check sasl_username, sasl_password and sasl_mechanism"
+        )
+    if isinstance(exc, kafka_errors.AuthorizationError):
         return ConfigurationError(
             f"{doing}: the brokers refused ({text}); check security_protocol, sasl_* and ssl_* settings, "
             "and that the principal may describe the group and its topics"
@@ -90,10 +130,7 @@ def translate(exc: BaseException, settings: ConsumerSettings, doing: str) -> Sta
 
 def scrub(text: str, settings: ConsumerSettings) -> str:
     """``text`` with every configured secret masked (client errors can echo connection settings)."""
-    for secret in (settings.sasl_password, settings.ssl_key_password):
-        if secret is not None and secret.get_secret_value():
-            text = text.replace(secret.get_secret_value(), REDACTED)
-    return text
+    return _kafka_python.scrub(text, _kafka_python.secrets_of(settings))
 
 
 # ---------------------------------------------------------------------------------------- describe
@@ -252,7 +289,9 @@ def leave(
 __all__ = [
     "describe",
     "describe_consumer_protocol",
+    "explain",
     "kafka_admin",
+    "login_refusal",
     "leave",
     "partition_counts",
     "scrub",

@@ -19,6 +19,8 @@ from static_consumer.errors import (
 )
 from static_consumer.types import TopicPartition
 
+UNKNOWN_MEMBER_ID = 25
+
 # Commit failures worth retrying: the coordinator moved or the network blinked. Everything else that is
 # not fatal means the partitions changed hands (REBALANCE_IN_PROGRESS, ILLEGAL_GENERATION, ...).
 _TRANSIENT_COMMIT_CODES = frozenset(
@@ -89,11 +91,27 @@ def unreleased_error(
     )
 
 
-def commit_error(error: PollError, offsets: Mapping[TopicPartition, int]) -> StaticConsumerError:
-    """The exception for a non-fatal commit failure."""
+def is_transient(error: PollError) -> bool:
+    """A client error that can go away by itself: the coordinator moved or the network blinked."""
+    return error.retriable or error.code in _TRANSIENT_COMMIT_CODES
+
+
+def commit_error(
+    error: PollError, offsets: Mapping[TopicPartition, int], *, ordinal: bool = False
+) -> StaticConsumerError:
+    """The exception for a non-fatal commit failure (``ordinal``: the consumer is not a group member)."""
     where = ", ".join(f"{tp}@{offset}" for tp, offset in sorted(offsets.items()))
-    if error.retriable or error.code in _TRANSIENT_COMMIT_CODES:
+    if is_transient(error):
         return RetriableError(f"commit of {where} failed ({error.name}: {error.reason}); try again")
+    if ordinal and error.code == UNKNOWN_MEMBER_ID:
+        # Checked on Kafka 4.3: a commit from a non-member is accepted only while the group is empty.
+        return CommitFailedError(
+            f"commit of {where} was refused ({error.name}: {error.reason}): the group has members. An "
+            "ordinal consumer commits without joining, which the broker allows only while no consumer is "
+            "subscribed with this group id. Give the ordinal consumers a group id of their own, or remove "
+            "the old members (static members stay until their session times out: "
+            "'static-consumer remove-members')"
+        )
     return CommitFailedError(
         f"commit of {where} was refused ({error.name}: {error.reason}), most likely because a rebalance "
         "moved the partitions; their uncommitted records will be delivered again"
@@ -117,4 +135,12 @@ class RateLimiter:
         return True
 
 
-__all__ = ["RateLimiter", "commit_error", "is_fencing", "is_unreleased", "terminal_error", "unreleased_error"]
+__all__ = [
+    "RateLimiter",
+    "commit_error",
+    "is_fencing",
+    "is_transient",
+    "is_unreleased",
+    "terminal_error",
+    "unreleased_error",
+]

@@ -53,6 +53,27 @@ def remove_static_member(settings: ConsumerSettings, instance_id: str) -> bool:
     return bool(removed)
 
 
+def left_after_close(
+    settings: ConsumerSettings,
+    instance_id: str | None,
+    remove: MemberRemover,
+    leave: bool,
+    running: bool,
+    ordinal: bool,
+) -> bool:
+    """After close(): whether the member is known to be gone (removing it first when it must leave)."""
+    if ordinal:
+        return False  # never a member: nothing to leave, and nobody takes over the partitions
+    if instance_id is None:
+        return True  # librdkafka's close() sends LeaveGroup for a dynamic member
+    # A fenced member's instance id belongs to the process that fenced it: never remove that one.
+    if not leave or not running:
+        return False
+    if settings.protocol == "classic":
+        return True  # unsubscribe() sent the LeaveGroup before close()
+    return remove_by_instance_id(remove, settings, instance_id)
+
+
 def remove_by_instance_id(remove: MemberRemover, settings: ConsumerSettings, instance_id: str) -> bool:
     """Consumer protocol: admin removal after close. False (logged) when it failed."""
     try:
@@ -63,4 +84,10 @@ def remove_by_instance_id(remove: MemberRemover, settings: ConsumerSettings, ins
     return True
 
 
-__all__ = ["MemberRemover", "remove_by_instance_id", "remove_static_member", "unsubscribe_and_serve_revoke"]
+__all__ = [
+    "MemberRemover",
+    "left_after_close",
+    "remove_by_instance_id",
+    "remove_static_member",
+    "unsubscribe_and_serve_revoke",
+]

@@ -10,12 +10,18 @@ import logging
 from typing import Any
 
 import kafka.errors as kafka_errors
-from kafka.admin import ConfigResource, ConfigResourceType, KafkaAdminClient
+from kafka.admin import ConfigResource, ConfigResourceType
 
-from static_consumer._config import kafka_python_config
+from static_consumer._admin_io import explain
+from static_consumer._kafka_python import AUTH_ERRORS, admin_client, scrub, secrets_of
 from static_consumer.capabilities import GROUP_CONFIGS, BrokerCapabilities
-from static_consumer.errors import BrokerUnavailableError, ConfigurationError
-from static_consumer.settings import REDACTED, ConsumerSettings
+from static_consumer.errors import (
+    AuthenticationError,
+    BrokerUnavailableError,
+    ConfigurationError,
+    StaticConsumerError,
+)
+from static_consumer.settings import ConsumerSettings
 
 log = logging.getLogger(__name__)
 CLIENT_ID = "static-consumer-probe"
@@ -24,41 +30,36 @@ CLIENT_ID = "static-consumer-probe"
 def probe(settings: ConsumerSettings) -> BrokerCapabilities:
     """Read ApiVersions and group.* configs from one live broker of the cluster.
 
-    Raises BrokerUnavailableError if the bootstrap servers do not answer within ``connect_timeout_s``
-    and ConfigurationError if they refuse the credentials. Group configs the principal may not describe
-    are left None (the gate then warns instead of checking them).
+    Raises BrokerUnavailableError if the bootstrap servers do not answer within ``connect_timeout_s``,
+    AuthenticationError if they refuse the SASL credentials (found out within another
+    ``connect_timeout_s``) and ConfigurationError if the principal may not do what the probe needs.
+    Group configs the principal may not describe are left None (the gate then warns instead of
+    checking them).
     """
-    created: list[Any] = []
-
-    def recording_factory(**configs: Any) -> Any:
-        # KafkaAdminClient starts its IO thread before bootstrapping and does not stop it when the
-        # bootstrap times out; holding the network client lets us close it on that path too.
-        client = KafkaAdminClient.DEFAULT_CONFIG["kafka_client"](**configs)
-        created.append(client)
-        return client
-
-    cfg = kafka_python_config(settings) | {"client_id": CLIENT_ID, "kafka_client": recording_factory}
-    admin = None
     try:
-        admin = KafkaAdminClient(**cfg)
-        return _read(admin)
-    except (kafka_errors.SaslAuthenticationFailedError, kafka_errors.AuthorizationError) as exc:
-        raise ConfigurationError(
-            f"the brokers at {settings.bootstrap_servers} refused the credentials "
-            f"({_scrub(exc, settings)}); check security_protocol, sasl_* and ssl_* settings"
-        ) from None
+        with admin_client(settings, CLIENT_ID) as admin:
+            return _read(admin)
     except kafka_errors.KafkaError as exc:
-        raise BrokerUnavailableError(
-            f"could not read broker capabilities from {settings.bootstrap_servers} within "
-            f"{settings.connect_timeout_s:g}s ({_scrub(exc, settings)}); check "
-            "bootstrap_servers and that the brokers are reachable, or raise connect_timeout_s"
-        ) from None
-    finally:
-        if admin is not None:
-            admin.close()
-        else:
-            for client in created:
-                client.close()
+        raise _error(explain(exc, settings), settings) from None
+
+
+def _error(exc: kafka_errors.KafkaError, settings: ConsumerSettings) -> StaticConsumerError:
+    if isinstance(exc, AUTH_ERRORS):
+        return AuthenticationError(
+            f"the brokers at {settings.bootstrap_servers} refused to authenticate "
+            f"{settings.sasl_username!r} with {settings.sasl_mechanism} over {settings.security_protocol} "
+            f"({_scrub(exc, settings)}); check sasl_username, sasl_password and sasl_mechanism"
+        )
+    if isinstance(exc, kafka_errors.AuthorizationError):
+        return ConfigurationError(
+            f"the brokers at {settings.bootstrap_servers} refused the request "
+            f"({_scrub(exc, settings)}); check security_protocol, sasl_* and ssl_* settings"
+        )
+    return BrokerUnavailableError(
+        f"could not read broker capabilities from {settings.bootstrap_servers} within "
+        f"{settings.connect_timeout_s:g}s ({_scrub(exc, settings)}); check "
+        "bootstrap_servers and that the brokers are reachable, or raise connect_timeout_s"
+    )
 
 
 def _read(admin: Any) -> BrokerCapabilities:
@@ -95,11 +96,7 @@ def _group_configs(admin: Any, broker_id: int) -> dict[str, int | None]:
 
 def _scrub(exc: BaseException, settings: ConsumerSettings) -> str:
     """The exception text with any configured secret masked (error texts can echo connection config)."""
-    text = str(exc)
-    for secret in (settings.sasl_password, settings.ssl_key_password):
-        if secret is not None and secret.get_secret_value():
-            text = text.replace(secret.get_secret_value(), REDACTED)
-    return text
+    return scrub(str(exc), secrets_of(settings))
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -125,6 +125,11 @@ def combination_problems(s: ConsumerSettings) -> list[str]:
         out.append("instance_id is set but static_policy='dynamic' never sends it; remove one of them")
     if s.assignment_mode == "ordinal" and s.replicas is None:
         out.append("assignment_mode='ordinal' needs replicas (the StatefulSet replica count)")
+    if s.assignment_mode == "ordinal" and any(t.startswith("^") for t in s.topics):
+        out.append(
+            "assignment_mode='ordinal' plans partitions of named topics; replace the '^regex' topics "
+            "with their names"
+        )
     if s.assignment_mode == "group" and s.replicas is not None:
         out.append("replicas is only used with assignment_mode='ordinal'; remove it or switch the mode")
     return out + _security_problems(s) + _passthrough_problems(s)

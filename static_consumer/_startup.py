@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from static_consumer._config import ConfigValue, consumer_config
 from static_consumer.capabilities import BrokerCapabilities, StaticDecision, decide
@@ -28,7 +28,8 @@ class JoinPlan:
     identity: Identity | None
     capabilities: BrokerCapabilities
     decision: StaticDecision
-    config: dict[str, ConfigValue]
+    # Holds the SASL/SSL secrets in clear (librdkafka needs them): kept out of the repr.
+    config: dict[str, ConfigValue] = field(repr=False)
 
     @property
     def instance_id(self) -> str | None:
@@ -38,10 +39,17 @@ class JoinPlan:
 
 def plan_join(settings: ConsumerSettings, env: Mapping[str, str], probe: Prober) -> JoinPlan:
     """Resolve the identity, probe the broker and apply the static policy. Logs the gate's warnings."""
-    if settings.assignment_mode == "group" and not settings.topics:
+    if not settings.topics:
         raise ConfigurationError("topics is empty: set topics (STATIC_CONSUMER_TOPICS='a,b')")
     identity = _identity(settings, env)
     caps = probe(settings)
+    if settings.assignment_mode == "ordinal":
+        # No group membership at all, so nothing static to decide and no session bounds to check. No
+        # group.instance.id either: an OffsetCommit carrying one is fenced (fatally) whenever a member
+        # with that id is in the group, and a non-member has no use for it.
+        decision = StaticDecision(False, ("assignment_mode='ordinal': manual assignment, no group join",))
+        log.info("consuming for group %r by ordinal, without joining it", settings.group_id)
+        return JoinPlan(identity, caps, decision, consumer_config(settings, None))
     decision = decide(settings, caps)
     for warning in decision.warnings:
         log.warning("%s", warning)
@@ -66,8 +74,8 @@ def _identity(settings: ConsumerSettings, env: Mapping[str, str]) -> Identity | 
             allow_unstable=settings.allow_unstable_instance_id,
         )
     except ConfigurationError:
-        if settings.static_policy == "dynamic":
-            return None  # a dynamic member needs no instance id
+        if settings.static_policy == "dynamic" and settings.assignment_mode == "group":
+            return None  # a dynamic member needs no instance id (ordinal mode needs the pod's ordinal)
         raise
 
 

@@ -84,10 +84,13 @@ class GroupAudit:
             lines.append(f"{_fmt([overlap.partition])[0]} is owned by several members at once: {owners}")
         if self.report.unknown:
             lines.append(f"members own partitions that do not exist: {', '.join(_fmt(self.report.unknown))}")
+        # In a mixed group librdkafka's member order depends on join order, so a mismatch says nothing
+        # about a bug; it goes away once every member is static.
+        why = "; in a mixed group that is arrival order, not a fault" if self.report.mixed_membership else ""
         for mm in self.report.mismatched:
             lines.append(
                 f"{self._who(mm.member_id)} owns {', '.join(_fmt(mm.actual)) or 'nothing'} but the "
-                f"{self.model} model predicts {', '.join(_fmt(mm.expected)) or 'nothing'}"
+                f"{self.model} model predicts {', '.join(_fmt(mm.expected)) or 'nothing'}{why}"
             )
         return tuple(lines)
 
@@ -193,8 +196,10 @@ def _warnings(description: GroupDescription, model: str | None, missing: Iterabl
         out.append(
             f"mixed group: {len(description.static_members)} static and {len(description.dynamic_members)} "
             f"dynamic member(s) ({dynamic}). Dynamic members rejoin under a new member id on every restart, "
-            "which rebalances the whole group, and librdkafka's member order (so the assignment) can then "
-            "depend on arrival order. Give every consumer a group.instance.id"
+            "which rebalances the whole group, and librdkafka orders a static and a dynamic member by "
+            "member id (new on every join), so the assignment depends on arrival order. Normal midway "
+            "through a migration to static membership: finish the rollout soon (docs/migration.md). "
+            "Otherwise give every consumer a group.instance.id"
         )
     if model is None and description.members:
         out.append(

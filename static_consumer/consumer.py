@@ -31,17 +31,19 @@ from static_consumer._adapter import (
 )
 from static_consumer._config import ConfigValue
 from static_consumer._failures import RateLimiter, commit_error, is_fencing, is_unreleased, terminal_error
+from static_consumer._held import held_lookup
 from static_consumer._leave import (
     MemberRemover,
-    remove_by_instance_id,
+    left_after_close,
     remove_static_member,
     unsubscribe_and_serve_revoke,
 )
 from static_consumer._membership import Membership
+from static_consumer._ordinal_mode import OrdinalAssignment, start_ordinal
 from static_consumer._release import release_policy, wait_for_release
 from static_consumer._startup import JoinPlan, Prober, plan_join
 from static_consumer.errors import ConsumerClosedError, StaticConsumerError, UnreleasedInstanceIdError
-from static_consumer.events import Closed, Dispatcher, FatalError, Fenced, MembershipListener
+from static_consumer.events import Closed, Dispatcher, FatalError, Fenced, Joining, MembershipListener
 from static_consumer.settings import ConsumerSettings
 from static_consumer.types import Record, TopicPartition
 
@@ -95,6 +97,8 @@ class StaticConsumer:
         self._plan: JoinPlan | None = None
         self._terminal: StaticConsumerError | None = None
         self._member_id: str | None = None
+        self._generation: int | None = None
+        self._ordinal: OrdinalAssignment | None = None
 
     # -- lifecycle -----------------------------------------------------------------------------------
 
@@ -114,6 +118,10 @@ class StaticConsumer:
         if self._settings.assignment_mode == "ordinal":
             self._assign_by_ordinal(adapter)
         else:
+            # Announced before subscribe(): a listener may ask the broker what it holds for this id.
+            lookup = held_lookup(self._settings, self.instance_id)
+            protocol = self._settings.protocol
+            self._dispatch.emit(Joining(**self._event_fields(), protocol=protocol, lookup_held=lookup))
             m = self._membership
             adapter.subscribe(
                 self._settings.topics, on_assign=m.on_assign, on_revoke=m.on_revoke, on_lost=m.on_lost
@@ -121,8 +129,10 @@ class StaticConsumer:
         return adapter
 
     def _assign_by_ordinal(self, adapter: ConsumerAdapter) -> None:
-        """Hook for assignment_mode='ordinal': manual assignment by StatefulSet ordinal (no group join)."""
-        raise NotImplementedError("assignment_mode='ordinal' is provided by static_consumer.ordinal")
+        """assignment_mode='ordinal': assign() this pod's slice (see _ordinal_mode); no join, no rebalance."""
+        assert self._plan is not None
+        seams = (self._clock, self._sleep, self._stop.is_set)
+        self._ordinal = start_ordinal(adapter, self._settings, self._plan, self._membership, *seams)
 
     def __enter__(self) -> StaticConsumer:
         return self.start()
@@ -168,8 +178,11 @@ class StaticConsumer:
 
     @property
     def generation(self) -> int | None:
-        """Always None for now: confluent-kafka does not expose the group generation."""
-        return None
+        """The group generation (classic) or member epoch (consumer protocol) last seen; None before."""
+        if self._adapter is not None and self._state is State.RUNNING:
+            generation = self._adapter.generation()
+            self._generation = self._generation if generation is None else generation
+        return self._generation
 
     @property
     def assignment(self) -> frozenset[TopicPartition]:
@@ -240,6 +253,8 @@ class StaticConsumer:
     # -- errors --------------------------------------------------------------------------------------
 
     def _handle_out_of_band(self, adapter: ConsumerAdapter) -> None:
+        if self._ordinal is not None:
+            self._ordinal.refresh(adapter)  # picks up partitions added to the topics
         for error in adapter.take_errors():
             self._handle_error(error)
 
@@ -343,8 +358,9 @@ class StaticConsumer:
         if isinstance(what, Mapping):
             offsets = dict(what)
         else:
-            for record in [what] if isinstance(what, Record) else what or ():
-                self.mark_processed(record)
+            ignored = self._membership.offsets.mark_all([what] if isinstance(what, Record) else what or ())
+            if ignored:
+                log.debug("ignoring processed records of partitions not assigned: %s", ignored)
             offsets = self._membership.offsets.pending()
         if not offsets:
             return {}
@@ -353,7 +369,7 @@ class StaticConsumer:
         except AdapterError as exc:
             if exc.error.fatal:
                 raise self._die(exc.error) from None
-            raise commit_error(exc.error, offsets) from None
+            raise commit_error(exc.error, offsets, ordinal=self._ordinal is not None) from None
         if not asynchronous:
             self._membership.offsets.committed(offsets)
         return offsets
@@ -391,7 +407,10 @@ class StaticConsumer:
             # Still RUNNING while closing: the revoke callback that close() runs commits what a listener
             # marked processed in on_revoked.
             close_bounded(adapter, self._settings.shutdown_timeout_s if timeout_s is None else timeout_s, log)
-            left = self._left_after_close(leave, was)
+            running, ordinal = was is State.RUNNING, self._ordinal is not None
+            left = left_after_close(
+                self._settings, self.instance_id, self._remove_member, leave, running, ordinal
+            )
             return left
         finally:
             self._state, self._adapter = State.CLOSED, None
@@ -399,16 +418,6 @@ class StaticConsumer:
             self._dispatch.emit(Closed(**self._event_fields(), left_group=left))
             log.info("closed (left group: %s)", left)
             self._dispatch.raise_pending()
-
-    def _left_after_close(self, leave: bool, was: State) -> bool:
-        if not self.static:
-            return True  # librdkafka's close() sends LeaveGroup for a dynamic member
-        # A fenced member's instance id belongs to the process that fenced it: never remove that one.
-        if not leave or was is not State.RUNNING or self.instance_id is None:
-            return False
-        if self._settings.protocol == "classic":
-            return True  # unsubscribe() sent the LeaveGroup before close()
-        return remove_by_instance_id(self._remove_member, self._settings, self.instance_id)
 
     def __del__(self) -> None:
         if getattr(self, "_state", State.CLOSED) in (State.RUNNING, State.FENCED, State.FAILED):

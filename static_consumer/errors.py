@@ -5,6 +5,7 @@
     StaticConsumerError                 base class; ``retriable`` and ``exit_code`` are data
     ├── ConfigurationError              the settings or identity are wrong: change them (exit 78)
     │   ├── InvalidInstanceIdError      group.instance.id breaks Kafka's rules or would not be stable
+    │   ├── AuthenticationError         the brokers refused the credentials (SASL): not retried
     │   └── UnknownInstanceIdError      an operator named an instance id that is not in the group
     ├── CapabilityError                 the broker cannot do what the settings require (exit 69)
     │   ├── StaticMembershipUnsupportedError   JoinGroup < v5 / no ConsumerGroupHeartbeat
@@ -50,6 +51,17 @@ class ConfigurationError(StaticConsumerError, ValueError):
 
 class InvalidInstanceIdError(ConfigurationError):
     """A group.instance.id that Kafka would reject, or that would change on every rollout."""
+
+
+class AuthenticationError(ConfigurationError):
+    """The brokers refused to authenticate the client (wrong SASL password, user or mechanism).
+
+    Not retriable: the same credentials are refused again, so the client gives up on the first refusal
+    instead of waiting out ``connect_timeout_s`` (the Java client treats it the same way). The message
+    names the user and mechanism, never the password.
+    """
+
+    kafka_error_code = 58  # SASL_AUTHENTICATION_FAILED
 
 
 class UnknownInstanceIdError(ConfigurationError):
@@ -125,6 +137,7 @@ __all__ = [
     "EXIT_OK",
     "EXIT_TEMPFAIL",
     "EXIT_UNAVAILABLE",
+    "AuthenticationError",
     "BrokerUnavailableError",
     "CapabilityError",
     "CommitFailedError",

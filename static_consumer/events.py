@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from static_consumer.types import TopicPartition
@@ -20,7 +20,12 @@ log = logging.getLogger(__name__)
 
 @dataclass(frozen=True, kw_only=True, slots=True)
 class MembershipEvent:
-    """Fields every event carries. ``generation`` is None when the client does not expose it."""
+    """Fields every event carries.
+
+    ``generation`` is what librdkafka held when the event happened: the group generation under the
+    classic protocol (during a revoke still the old one, during an assign the new one), the member epoch
+    under the consumer protocol; None before the first join or when the client does not expose it.
+    """
 
     group_id: str
     instance_id: str | None
@@ -30,6 +35,39 @@ class MembershipEvent:
 
     def deliver(self, listener: MembershipListener) -> None:
         raise NotImplementedError  # every concrete event overrides this
+
+
+@dataclass(frozen=True, slots=True)
+class HeldAssignment:
+    """What the group coordinator held for this member's instance id just before it joined.
+
+    ``held`` False: the broker did not know the instance id (first start, session expired, removed), so
+    the join makes the group rebalance. ``partitions`` is the assignment the broker kept for it.
+    """
+
+    held: bool
+    partitions: tuple[TopicPartition, ...] = ()
+    group_state: str = ""
+
+
+def _unknown() -> HeldAssignment | None:
+    return None
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Joining(MembershipEvent):
+    """A new client is about to join the group (at start, and again if the client had to be replaced).
+
+    ``lookup_held()`` asks the group coordinator once (the answer is cached) what it still holds for this
+    instance id; None for a dynamic member or when the broker could not be asked. The call does I/O
+    (up to ``connect_timeout_s``) and must happen inside ``on_joining``: afterwards the join has begun.
+    """
+
+    protocol: str
+    lookup_held: Callable[[], HeldAssignment | None] = field(default=_unknown, repr=False, compare=False)
+
+    def deliver(self, listener: MembershipListener) -> None:
+        listener.on_joining(self)
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -98,6 +136,9 @@ class Closed(MembershipEvent):
 class MembershipListener:
     """Base class for listeners; every method is an optional no-op."""
 
+    def on_joining(self, event: Joining) -> None:
+        """A client is about to join the group."""
+
     def on_assigned(self, event: Assigned) -> None:
         """Partitions were assigned."""
 
@@ -155,6 +196,8 @@ __all__ = [
     "Dispatcher",
     "FatalError",
     "Fenced",
+    "HeldAssignment",
+    "Joining",
     "Lost",
     "MembershipEvent",
     "MembershipListener",

@@ -107,6 +107,12 @@ class FakeAdapter:
     owned: set[TopicPartition] = field(default_factory=set)
     dead: bool = False
     member: str | None = "member-1"
+    gen: int | None = None  # what generation() reports (librdkafka: generation or member epoch)
+    # Manual assignment (ordinal mode): metadata, the group's committed offsets, assign() calls.
+    partition_count: dict[str, int | None] = field(default_factory=dict)
+    stored: dict[TopicPartition, int] = field(default_factory=dict)
+    metadata_failures: deque[PollError] = field(default_factory=deque)
+    starts: list[dict[TopicPartition, int | None]] = field(default_factory=list)
     _callbacks: dict[str, RebalanceCallback] = field(default_factory=dict)
     _errors: list[PollError] = field(default_factory=list)
 
@@ -123,6 +129,23 @@ class FakeAdapter:
 
     def assign(self, partitions: Mapping[TopicPartition, int | None]) -> None:
         self.calls.append("assign")
+        self.starts.append(dict(partitions))
+        self.owned = set(partitions)
+
+    def incremental_assign(self, partitions: Mapping[TopicPartition, int | None]) -> None:
+        self.calls.append("incremental_assign")
+        self.starts.append(dict(partitions))
+        self.owned.update(partitions)
+
+    def incremental_unassign(self, partitions: Sequence[TopicPartition]) -> None:
+        self.calls.append("incremental_unassign")
+        self.owned.difference_update(partitions)
+
+    def partition_counts(self, topics: Sequence[str], timeout: float) -> dict[str, int | None]:
+        self.calls.append("metadata")
+        if self.metadata_failures:
+            raise AdapterError(self.metadata_failures.popleft())
+        return {t: self.partition_count.get(t) for t in topics}
 
     def _step(self) -> Record | PollError | None:
         while self.script and not self.dead:
@@ -172,7 +195,7 @@ class FakeAdapter:
     def committed(
         self, partitions: Sequence[TopicPartition], timeout: float
     ) -> dict[TopicPartition, int | None]:
-        return {p: None for p in partitions}
+        return {p: self.stored.get(p) for p in partitions}
 
     def position(self, partitions: Sequence[TopicPartition]) -> dict[TopicPartition, int | None]:
         return {p: None for p in partitions}
@@ -182,6 +205,9 @@ class FakeAdapter:
 
     def member_id(self) -> str | None:
         return self.member
+
+    def generation(self) -> int | None:
+        return self.gen
 
     def take_errors(self) -> list[PollError]:
         errors, self._errors = self._errors, []
@@ -194,7 +220,7 @@ class FakeAdapter:
 
     def close(self) -> None:
         self.calls.append("close")
-        if self.owned and not self.dead:
+        if self.owned and not self.dead and "revoke" in self._callbacks:  # manual assignment: no callback
             self._callbacks["revoke"](sorted(self.owned))
             self.owned.clear()
 

@@ -6,10 +6,11 @@
   ``"static"`` (a StaticConsumer, ``settings`` are ConsumerSettings fields, ``env`` its environment);
 - ``topics``; ``commit``: commit processed offsets after each batch (default true);
 - ``batch``: records per batch; ``max_records``; ``max_runtime_s`` (default 300: every run ends);
-- ``leave_on_exit``: StaticConsumer.leave_group() instead of close() on SIGTERM.
+- ``leave_on_exit``: StaticConsumer.leave_group() instead of close() on SIGTERM;
+- ``event_log``: path of a JSONL membership event log; ``otel``: OpenTelemetry totals as ``metrics``.
 
 Events: ready, assigned, revoked, lost, records (with [topic, partition, offset] triples), committed,
-error, fenced, closed, exit. SIGTERM finishes the current batch, commits and closes.
+error, fenced, closed, metrics (with ``otel``), exit. SIGTERM finishes the current batch, commits and closes.
 """
 
 from __future__ import annotations

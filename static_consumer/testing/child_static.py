@@ -54,7 +54,16 @@ class _Streamer(MembershipListener):
 
 def run_static(spec: dict[str, Any], emit: Emit, should_stop: Callable[[], bool]) -> int:
     settings = ConsumerSettings(**spec["settings"])
-    consumer = StaticConsumer(settings, listeners=[_Streamer(emit)], env=spec.get("env", {}))
+    listeners: list[MembershipListener] = [_Streamer(emit)]
+    if spec.get("event_log"):  # a JSONL membership event log at this path (appended to)
+        from static_consumer.telemetry import EventLog
+
+        listeners.append(EventLog(spec["event_log"]))
+    if spec.get("otel"):  # OpenTelemetry metrics, streamed as "metrics" events
+        from static_consumer.testing.child_otel import otel_listeners
+
+        listeners.extend(otel_listeners(emit))
+    consumer = StaticConsumer(settings, listeners=listeners, env=spec.get("env", {}))
     deadline = time.monotonic() + float(spec.get("max_runtime_s", 300))
     max_records = spec.get("max_records")
     seen = 0

@@ -27,6 +27,8 @@ from typing import IO
 
 from static_consumer.testing._classpath import Classpath, HarnessError, resolve_classpath
 from static_consumer.testing.kafka_ops import metadata
+from static_consumer.testing.sasl import LISTENER as SASL_LISTENER
+from static_consumer.testing.sasl import SaslUsers
 
 # Settings that make group tests fast and deterministic: no initial rebalance delay, session timeouts
 # down to 1 s, small internal topics. Tests override any of them through ``extra_config``.
@@ -67,6 +69,7 @@ class JvmNode:
     broker_port: int
     controller_port: int
     directory: Path
+    sasl_port: int | None = None
     process: subprocess.Popen[bytes] | None = None
     _log: IO[bytes] | None = field(default=None, repr=False)
 
@@ -84,7 +87,11 @@ class JvmNode:
 
 
 class JvmKafkaCluster:
-    """``nodes`` combined KRaft nodes on 127.0.0.1. Use as a context manager or call start()/stop()."""
+    """``nodes`` combined KRaft nodes on 127.0.0.1. Use as a context manager or call start()/stop().
+
+    ``sasl`` adds a SASL_PLAINTEXT listener on every node (see :attr:`sasl_bootstrap_servers`) next to
+    the PLAINTEXT one the harness itself uses.
+    """
 
     backend = "jvm"
 
@@ -96,6 +103,7 @@ class JvmKafkaCluster:
         workdir: Path | None = None,
         start_timeout_s: float = 120.0,
         heap: str = "512m",
+        sasl: SaslUsers | None = None,
     ) -> None:
         if nodes < 1:
             raise ValueError("a cluster needs at least one node")
@@ -106,9 +114,17 @@ class JvmKafkaCluster:
         self.heap = heap
         self.classpath: Classpath | None = None
         self.start_seconds: float | None = None
-        ports = free_ports(2 * nodes)
+        self.sasl = sasl
+        per_node = 3 if sasl else 2
+        ports = free_ports(per_node * nodes)
         self.nodes = [
-            JvmNode(i + 1, ports[2 * i], ports[2 * i + 1], self.workdir / f"node-{i + 1}")
+            JvmNode(
+                i + 1,
+                ports[per_node * i],
+                ports[per_node * i + 1],
+                self.workdir / f"node-{i + 1}",
+                sasl_port=ports[per_node * i + 2] if sasl else None,
+            )
             for i in range(nodes)
         ]
         self._java = shutil.which("java") or "java"
@@ -128,6 +144,13 @@ class JvmKafkaCluster:
     @property
     def bootstrap_servers(self) -> str:
         return ",".join(f"127.0.0.1:{n.broker_port}" for n in self.nodes)
+
+    @property
+    def sasl_bootstrap_servers(self) -> str:
+        """The SASL_PLAINTEXT listeners (only with ``sasl``)."""
+        if self.sasl is None:
+            raise HarnessError("this cluster has no SASL listener: pass sasl=SaslUsers({...})")
+        return ",".join(f"127.0.0.1:{n.sasl_port}" for n in self.nodes)
 
     def start(self) -> JvmKafkaCluster:
         self.classpath = resolve_classpath()
@@ -269,14 +292,19 @@ class JvmKafkaCluster:
         node.directory.mkdir(parents=True, exist_ok=True)
         replication = str(min(3, len(self.nodes)))
         voters = ",".join(f"{n.node_id}@127.0.0.1:{n.controller_port}" for n in self.nodes)
+        advertised = f"PLAINTEXT://127.0.0.1:{node.broker_port}"
+        protocols = "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT"
+        if self.sasl is not None:
+            advertised += f",{SASL_LISTENER}://127.0.0.1:{node.sasl_port}"
+            protocols += f",{SASL_LISTENER}:{SASL_LISTENER}"
         config = {
             "process.roles": "broker,controller",
             "node.id": str(node.node_id),
             "controller.quorum.voters": voters,
-            "listeners": f"PLAINTEXT://127.0.0.1:{node.broker_port},CONTROLLER://127.0.0.1:{node.controller_port}",
-            "advertised.listeners": f"PLAINTEXT://127.0.0.1:{node.broker_port}",
+            "listeners": f"{advertised},CONTROLLER://127.0.0.1:{node.controller_port}",
+            "advertised.listeners": advertised,
             "controller.listener.names": "CONTROLLER",
-            "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT",
+            "listener.security.protocol.map": protocols,
             "inter.broker.listener.name": "PLAINTEXT",
             "log.dirs": str(node.directory / "data"),
             "offsets.topic.replication.factor": replication,
@@ -286,6 +314,7 @@ class JvmKafkaCluster:
             "share.coordinator.state.topic.min.isr": "1",
             "default.replication.factor": replication,
             **GROUP_TEST_CONFIG,
+            **(self.sasl.broker_config() if self.sasl is not None else {}),
             **self._extra,
         }
         node.config_path.write_text("".join(f"{k}={v}\n" for k, v in config.items()))
@@ -303,6 +332,7 @@ class JvmKafkaCluster:
             cluster_id,
             "-c",
             str(node.config_path),
+            *(self.sasl.format_args() if self.sasl is not None else []),
         ]
         done = subprocess.run(cmd, capture_output=True, text=True, timeout=120, check=False)
         if done.returncode != 0:

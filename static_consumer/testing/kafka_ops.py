@@ -1,4 +1,8 @@
-"""Small, bounded Kafka operations for tests, benchmarks and the demo (topics, producing, group reads)."""
+"""Small, bounded Kafka operations for tests, benchmarks and the demo (topics, producing, group reads).
+
+``extra`` (where accepted) adds librdkafka properties to the client, e.g. the security settings of a
+SASL listener (``SaslUsers.client_config``).
+"""
 
 from __future__ import annotations
 
@@ -51,11 +55,12 @@ def create_topic(
     replication: int = 1,
     config: Mapping[str, str] | None = None,
     timeout_s: float = 30.0,
+    extra: Mapping[str, Any] | None = None,
 ) -> str:
     """Create a topic and wait until every partition has a leader."""
     from confluent_kafka.cimpl import NewTopic
 
-    admin = _admin(bootstrap)
+    admin = _admin(bootstrap, extra)
     futures = admin.create_topics(
         [
             NewTopic(
@@ -92,6 +97,7 @@ def produce(
     start: int = 0,
     partition: int | None = None,
     timeout_s: float = 60.0,
+    extra: Mapping[str, Any] | None = None,
 ) -> int:
     """Produce ``count`` records whose key and value are the decimal sequence number; returns acks."""
     from confluent_kafka import Producer
@@ -104,7 +110,13 @@ def produce(
             acked += 1
 
     producer = Producer(
-        {"bootstrap.servers": bootstrap, "linger.ms": 5, "acks": "all", "logger": QUIET_LOGGER}
+        {
+            "bootstrap.servers": bootstrap,
+            "linger.ms": 5,
+            "acks": "all",
+            "logger": QUIET_LOGGER,
+            **(extra or {}),
+        }
     )
     for i in range(start, start + count):
         payload = str(i).encode()
@@ -123,19 +135,23 @@ def produce(
     return acked
 
 
-def describe_group(bootstrap: str, group_id: str, timeout_s: float = 10.0) -> Any:
+def describe_group(
+    bootstrap: str, group_id: str, timeout_s: float = 10.0, extra: Mapping[str, Any] | None = None
+) -> Any:
     """confluent-kafka's ConsumerGroupDescription for ``group_id``."""
-    admin = _admin(bootstrap)  # must outlive its futures
+    admin = _admin(bootstrap, extra)  # must outlive its futures
     futures = admin.describe_consumer_groups([group_id], request_timeout=timeout_s)
     return futures[group_id].result(timeout=timeout_s)
 
 
-def committed_offsets(bootstrap: str, group_id: str, topic: str, partitions: int) -> dict[int, int]:
+def committed_offsets(
+    bootstrap: str, group_id: str, topic: str, partitions: int, extra: Mapping[str, Any] | None = None
+) -> dict[int, int]:
     """The group's committed offset per partition (missing partitions have none)."""
     from confluent_kafka import ConsumerGroupTopicPartitions, TopicPartition
 
     request = ConsumerGroupTopicPartitions(group_id, [TopicPartition(topic, p) for p in range(partitions)])
-    admin = _admin(bootstrap)  # must outlive its futures
+    admin = _admin(bootstrap, extra)  # must outlive its futures
     result = admin.list_consumer_group_offsets([request], request_timeout=10)[group_id].result(10)
     return {tp.partition: tp.offset for tp in result.topic_partitions if tp.offset >= 0}
 

@@ -12,11 +12,15 @@ Fixtures:
   at teardown.
 - ``kafka_jvm_cluster_factory``: ``start(nodes=3, extra_config={...}) -> JvmKafkaCluster`` for tests that
   restart brokers or need other broker settings; stopped at teardown.
+- ``kafka_sasl_cluster`` (session): a one-node JVM cluster with a SASL_PLAINTEXT listener
+  (``sasl_bootstrap_servers``; SCRAM-SHA-256 and PLAIN) next to its PLAINTEXT one; ``cluster.sasl``
+  holds the users (``alice``, ``bob``) and their random, distinctive passwords.
 """
 
 from __future__ import annotations
 
 import os
+import secrets
 import uuid
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any
@@ -27,6 +31,7 @@ from static_consumer.testing.backends import KafkaCluster, local_cluster
 from static_consumer.testing.jvm import JvmKafkaCluster
 from static_consumer.testing.kafka_ops import create_topic
 from static_consumer.testing.processes import ConsumerProcess
+from static_consumer.testing.sasl import SaslUsers
 
 _clusters: list[KafkaCluster] = []
 _summary: list[str] = []
@@ -138,6 +143,23 @@ def kafka_jvm_cluster_factory(pytestconfig: pytest.Config) -> Iterator[Callable[
 
     yield start
     for cluster in started:
+        cluster.stop()
+        _clusters.remove(cluster)
+
+
+@pytest.fixture(scope="session")
+def kafka_sasl_cluster(pytestconfig: pytest.Config) -> Iterator[JvmKafkaCluster]:
+    # Random per session, and long enough that finding one in a log can only mean a leak.
+    users = SaslUsers({name: f"{name}-pw-{secrets.token_hex(12)}" for name in ("alice", "bob")})
+    cluster = JvmKafkaCluster(1, sasl=users)
+    _clusters.append(cluster)
+    try:
+        cluster.start()
+        _announce(
+            pytestconfig, "SASL " + _describe_start(cluster) + f"; SASL at {cluster.sasl_bootstrap_servers}"
+        )
+        yield cluster
+    finally:
         cluster.stop()
         _clusters.remove(cluster)
 

@@ -25,11 +25,14 @@ def static_spec(
     instance_id: str | None,
     *,
     env: dict[str, str] | None = None,
+    event_log: str | None = None,
+    otel: bool = False,
     **settings: Any,
 ) -> dict[str, Any]:
     """A StaticConsumer: ``settings`` are ConsumerSettings fields overriding the test defaults.
 
-    ``instance_id`` None leaves identity to ``env`` (e.g. ``{"POD_NAME": "app-2"}``).
+    ``instance_id`` None leaves identity to ``env`` (e.g. ``{"POD_NAME": "app-2"}``). ``event_log``: a
+    path for the JSONL membership event log; ``otel``: stream OpenTelemetry totals as ``metrics`` events.
     """
     base: dict[str, Any] = {
         "bootstrap_servers": bootstrap,
@@ -43,4 +46,9 @@ def static_spec(
     }
     if instance_id is not None:
         base["instance_id"] = instance_id
-    return {"mode": "static", "env": env or {}, "settings": {**base, **settings}}
+    spec: dict[str, Any] = {"mode": "static", "env": env or {}, "settings": {**base, **settings}}
+    if event_log is not None:
+        spec["event_log"] = event_log
+    if otel:
+        spec["otel"] = True
+    return spec

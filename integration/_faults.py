@@ -1,0 +1,179 @@
+"""Helpers for the broker-fault tests: a producer that keeps writing through faults, and cluster waits."""
+
+from __future__ import annotations
+
+import threading
+import time
+import uuid
+from typing import Any
+
+from static_consumer.testing import describe_group
+from static_consumer.testing.group import Group
+from static_consumer.testing.kafka_ops import QUIET_LOGGER, metadata
+from static_consumer.testing.processes import wait_until
+
+
+class SteadyProducer:
+    """Writes sequence-numbered records at ``rate_per_s`` from a thread until :meth:`stop`.
+
+    acks=all with idempotence: a retry after a broker fault never writes a record twice, so every
+    offset below the high watermark is exactly one acknowledged record.
+    """
+
+    def __init__(self, bootstrap: str, topic: str, rate_per_s: int = 200, max_s: float = 300.0) -> None:
+        from confluent_kafka import Producer
+
+        self._producer = Producer(
+            {
+                "bootstrap.servers": bootstrap,
+                "acks": "all",
+                "enable.idempotence": True,
+                "linger.ms": 5,
+                "logger": QUIET_LOGGER,
+            }
+        )
+        self._topic, self._rate, self._max_s = topic, rate_per_s, max_s
+        self._halt = threading.Event()
+        self.sent = 0
+        self.acked = 0
+        self.errors: list[str] = []
+        self._thread = threading.Thread(target=self._run, name="steady-producer", daemon=True)
+
+    def _ack(self, err: Any, _msg: Any) -> None:
+        if err is None:
+            self.acked += 1
+        else:
+            self.errors.append(str(err))
+
+    def _run(self) -> None:
+        began = time.monotonic()
+        while not self._halt.is_set() and time.monotonic() - began < self._max_s:
+            due = int((time.monotonic() - began) * self._rate)
+            while self.sent < due:
+                key = str(self.sent).encode()
+                try:
+                    self._producer.produce(self._topic, key=key, value=key, on_delivery=self._ack)
+                except BufferError:  # queue full while a leader is moving: wait for acks, then go on
+                    self._producer.poll(0.1)
+                    continue
+                self.sent += 1
+            self._producer.poll(0.02)
+
+    def __enter__(self) -> SteadyProducer:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        # Also on a failing test: stop the thread and give up on what is still queued, quietly.
+        self._halt.set()
+        self._thread.join(timeout=10)
+        self._producer.flush(5)
+
+    def stop(self, timeout_s: float = 90.0) -> int:
+        """Stop writing, wait for every acknowledgement; the number acknowledged (all of them)."""
+        self._halt.set()
+        self._thread.join(timeout=10)
+        remaining = self._producer.flush(timeout_s)
+        assert remaining == 0 and not self.errors and self.acked == self.sent, (
+            f"producer: {self.acked} of {self.sent} acknowledged, {remaining} queued, "
+            f"errors {self.errors[:3]}"
+        )
+        return self.acked
+
+
+def high_watermarks(bootstrap: str, topic: str, partitions: int) -> dict[int, int]:
+    from confluent_kafka import Consumer, TopicPartition
+
+    consumer = Consumer(
+        {"bootstrap.servers": bootstrap, "group.id": f"hw-{uuid.uuid4().hex[:8]}", "logger": QUIET_LOGGER}
+    )
+    try:
+        return {
+            p: consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=10)[1]
+            for p in range(partitions)
+        }
+    finally:
+        consumer.close()
+
+
+def wait_all_consumed(group: Group, timeout_s: float = 120.0) -> set[tuple[str, int, int]]:
+    """Wait until the group consumed every offset of its topic (0 up to the high watermark)."""
+    marks = high_watermarks(group.bootstrap, group.topic, group.partitions)
+    everything = {(group.topic, p, o) for p, high in marks.items() for o in range(high)}
+    try:
+        wait_until(
+            lambda: set(group.consumed()) >= everything,
+            timeout_s,
+            f"all {len(everything)} records of {group.topic} consumed",
+            poll_s=0.5,
+        )
+    except AssertionError as exc:
+        missing = sorted(everything - set(group.consumed()))
+        per_partition = {p: sum(1 for (_t, pp, _o) in missing if pp == p) for p in marks}
+        raise AssertionError(f"{exc}; missing per partition {per_partition}, first {missing[:3]}") from None
+    return everything
+
+
+def wait_in_sync(bootstrap: str, timeout_s: float = 90.0) -> None:
+    """Every partition (``__consumer_offsets`` too) has a leader and all its replicas in sync."""
+
+    def in_sync() -> bool:
+        try:
+            meta = metadata(bootstrap, timeout_s=5.0)
+        except Exception:  # noqa: BLE001 - a broker is still starting
+            return False
+        return all(
+            p.leader >= 0 and len(p.isrs) == len(p.replicas)
+            for topic in meta.topics.values()
+            for p in topic.partitions.values()
+        )
+
+    wait_until(in_sync, timeout_s, "every replica back in sync", poll_s=0.5)
+
+
+def coordinator(bootstrap: str, group_id: str, timeout_s: float = 60.0) -> int:
+    """The node id of the group's coordinator, retried while a broker is away."""
+    found: list[int] = []
+
+    def ask() -> bool:
+        try:
+            found.append(describe_group(bootstrap, group_id, timeout_s=5.0).coordinator.id)
+        except Exception:  # noqa: BLE001 - coordinator moving or loading
+            return False
+        return True
+
+    wait_until(ask, timeout_s, f"the coordinator of {group_id}", poll_s=0.5)
+    return found[-1]
+
+
+def member_ids(bootstrap: str, group_id: str) -> dict[str, str]:
+    """instance id -> member id, as the coordinator knows them."""
+    return {
+        m.group_instance_id: m.member_id for m in describe_group(bootstrap, group_id, timeout_s=10).members
+    }
+
+
+def assigned_member_ids(group: Group) -> dict[str, str]:
+    """instance id -> the member id each live member was last assigned partitions under."""
+    out = {}
+    for name, proc in group.members.items():
+        assigned = proc.events("assigned")
+        assert assigned, f"{proc.name} was never assigned"
+        out[name] = assigned[-1]["member_id"]
+    return out
+
+
+def trouble(group: Group) -> list[str]:
+    """Fencing, fatal errors, lost partitions, errors or exits seen by any member (live ones must run)."""
+    found = [
+        f"{proc.name}: {event}"
+        for proc in group.all_processes()
+        for event in proc.events()
+        if event["kind"] in ("fenced", "fatal", "lost", "error")
+    ]
+    found += [
+        f"{proc.name} exited {proc.returncode}: {proc.stderr_tail(5)}"
+        for proc in group.members.values()
+        if proc.returncode is not None
+    ]
+    return found

@@ -1,0 +1,252 @@
+"""Broker faults on a real cluster (issue 9): static members ride out broker restarts and outages.
+
+- A static member restarts (new member id, same instance id), then every broker of a 3-node cluster is
+  restarted in turn, so the group coordinator moves: the new coordinator still knows the member by its
+  new member id (Apache Kafka's system tests check the same), nobody is fenced, nothing rebalances.
+- The coordinator's broker is killed (-9) and restarted: no rebalance, nothing lost, and after a clean
+  shutdown nothing was delivered twice.
+- Bootstrap servers unreachable at start: the capability probe keeps trying for ``connect_timeout_s``,
+  then raises BrokerUnavailableError naming the servers; the consumer never joins.
+- The only broker is down for a few seconds mid-consumption: the member resumes with the same instance
+  id, member id and partitions.
+
+Topics use replication 3 with min.insync.replicas 2, the usual production durability: with one broker
+down two replicas stay in sync, so acks=all writes go on; each restart waits until every replica is back
+in sync before the next broker goes down, as a rolling restart should (otherwise the second restart can
+leave a partition with one in-sync replica, and acks=all writes stall until the first broker catches up).
+
+The members use a 30 s session timeout (a common production value; Kafka's default is 45 s). It has to
+outlast the coordinator fail-over: after a kill -9 the KRaft controller fences the dead broker only after
+broker.session.timeout.ms (9 s by default), the new coordinator then loads the group, and librdkafka
+gives its partitions up as lost when it has not reached a coordinator for session.timeout.ms.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import time
+import uuid
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+from _faults import (
+    SteadyProducer,
+    assigned_member_ids,
+    coordinator,
+    member_ids,
+    trouble,
+    wait_all_consumed,
+    wait_in_sync,
+)
+
+from static_consumer import BrokerUnavailableError, ConsumerSettings, State, StaticConsumer
+from static_consumer._adapter import ConsumerAdapter
+from static_consumer._config import ConfigValue
+from static_consumer.errors import EXIT_TEMPFAIL
+from static_consumer.testing import JvmKafkaCluster, create_topic
+from static_consumer.testing.group import Group
+from static_consumer.testing.jvm import free_ports
+from static_consumer.testing.processes import ConsumerProcess
+from static_consumer.testing.specs import static_spec
+
+PARTITIONS = 6
+MEMBERS = ("app-0", "app-1", "app-2")
+SESSION_MS = 30000
+REPLICATED = {"min.insync.replicas": "2"}
+
+GroupFactory = Callable[..., str]
+Start = Callable[..., ConsumerProcess]
+
+
+def _form(
+    bootstrap: str,
+    topic: str,
+    partitions: int,
+    group_id: str,
+    start: Start,
+    members: tuple[str, ...] = MEMBERS,
+) -> Group:
+    def spec(name: str) -> dict[str, object]:
+        return static_spec(
+            bootstrap, group_id, [topic], name, session_timeout_ms=SESSION_MS, max_poll_interval_ms=60000
+        )
+
+    group = Group(start, bootstrap, group_id, topic, partitions, spec_factory=spec)
+    group.start(members[0]).wait_for_kind("assigned", timeout_s=60)  # the first one leads
+    for name in members[1:]:
+        group.start(name)
+    group.wait_stable()
+    return group
+
+
+def _topic(bootstrap: str, partitions: int, **options: Any) -> str:
+    # Straight on the test's own cluster: the plugin's topic factory would start the session broker too.
+    return create_topic(bootstrap, f"faults-{uuid.uuid4().hex[:8]}", partitions, **options)
+
+
+def _three_node_group(
+    factory: Callable[..., JvmKafkaCluster], groups: GroupFactory, start: Start
+) -> tuple[JvmKafkaCluster, Group]:
+    cluster = factory(3)
+    bootstrap = cluster.bootstrap_servers
+    topic = _topic(bootstrap, PARTITIONS, replication=3, config=REPLICATED)
+    return cluster, _form(bootstrap, topic, PARTITIONS, groups(), start)
+
+
+def _assert_undisturbed(group: Group, cluster: JvmKafkaCluster, generations: list[int], since: float) -> None:
+    """No fencing, errors or lost partitions; no new generation, revocation or assignment since ``since``."""
+    assert trouble(group) == []
+    assert cluster.group_generations(group.group_id) == generations, "the group rebalanced"
+    assert group.revocations_since(since) == 0
+    rejoined = [p.name for p in group.members.values() if any(e["ts"] >= since for e in p.events("assigned"))]
+    assert rejoined == [], "members were assigned partitions again"
+    # The coordinator (wherever it is now) knows every instance id by the member id its process holds.
+    assert member_ids(group.bootstrap, group.group_id) == assigned_member_ids(group)
+
+
+def test_restarted_static_member_is_recognised_while_every_broker_restarts(
+    kafka_jvm_cluster_factory: Callable[..., JvmKafkaCluster],
+    kafka_group_id_factory: GroupFactory,
+    kafka_consumer_process_factory: Start,
+) -> None:
+    cluster, group = _three_node_group(
+        kafka_jvm_cluster_factory, kafka_group_id_factory, kafka_consumer_process_factory
+    )
+    bootstrap = cluster.bootstrap_servers
+    with SteadyProducer(bootstrap, group.topic) as producer:
+        old_member_id = assigned_member_ids(group)["app-1"]
+        before = group.owned()["app-1"]
+        group.stop("app-1")  # closes without LeaveGroup: the broker keeps the instance id
+        restarted = group.start("app-1")
+        restarted.wait_for_kind("assigned", timeout_s=60)
+        group.wait_stable()
+        new_member_id = assigned_member_ids(group)["app-1"]
+        assert new_member_id != old_member_id, "a restarted member gets a new member id"
+        assert restarted.assignment() == before
+
+        generations = cluster.group_generations(group.group_id)
+        since = time.time()
+        coordinators = [coordinator(bootstrap, group.group_id)]
+        for node in (1, 2, 3):
+            cluster.stop_node(node)  # clean: controlled shutdown moves its leaderships first
+            coordinators.append(coordinator(bootstrap, group.group_id))
+            cluster.start_node(node)
+            wait_in_sync(bootstrap)
+        print(f"coordinator during the roll: {coordinators}; generations {generations}")
+        assert len(set(coordinators)) >= 2, "the coordinator never moved"
+        acked = producer.stop()
+
+    assert len(wait_all_consumed(group)) == acked
+    _assert_undisturbed(group, cluster, generations, since)
+    assert member_ids(bootstrap, group.group_id)["app-1"] == new_member_id
+
+
+def test_coordinator_killed_and_restarted_loses_and_duplicates_nothing(
+    kafka_jvm_cluster_factory: Callable[..., JvmKafkaCluster],
+    kafka_group_id_factory: GroupFactory,
+    kafka_consumer_process_factory: Start,
+) -> None:
+    cluster, group = _three_node_group(
+        kafka_jvm_cluster_factory, kafka_group_id_factory, kafka_consumer_process_factory
+    )
+    bootstrap = cluster.bootstrap_servers
+    with SteadyProducer(bootstrap, group.topic) as producer:
+        group.wait_consumed(300)
+        generations = cluster.group_generations(group.group_id)
+        since = time.time()
+        killed = coordinator(bootstrap, group.group_id)
+        cluster.restart_node(killed, hard=True)  # kill -9, then start it again
+        wait_in_sync(bootstrap)
+        now = coordinator(bootstrap, group.group_id)
+        print(f"coordinator {killed} killed; coordinator now {now}; generations {generations}")
+        consumed = len(group.consumed())
+        group.wait_consumed(consumed + 300)  # consumption goes on after the fail-over
+        acked = producer.stop()
+
+    everything = wait_all_consumed(group)
+    assert len(everything) == acked
+    _assert_undisturbed(group, cluster, generations, since)
+
+    for name in MEMBERS:
+        group.stop(name)
+    consumed_count = group.consumed()
+    assert set(consumed_count) == everything
+    assert max(consumed_count.values()) == 1, "a record was delivered twice"
+    marks = {p: 1 + max(o for (_t, pp, o) in everything if pp == p) for p in range(PARTITIONS)}
+    assert group.committed() == marks, "committed position differs from what was consumed"
+
+
+def test_unreachable_bootstrap_servers_fail_start_with_a_retriable_error_after_the_bound() -> None:
+    bootstrap = ",".join(f"127.0.0.1:{port}" for port in free_ports(2))  # nothing listens there
+    bound_s = 3.0
+    settings = ConsumerSettings(
+        bootstrap_servers=bootstrap,
+        group_id="faults",
+        topics=("t",),
+        instance_id="app-0",
+        connect_timeout_s=bound_s,
+    )
+
+    def no_client(config: dict[str, ConfigValue]) -> ConsumerAdapter:
+        raise AssertionError(f"a consumer client was created without a broker: {config}")
+
+    consumer = StaticConsumer(settings, adapter_factory=no_client)
+    began = time.monotonic()
+    with pytest.raises(BrokerUnavailableError) as raised:
+        consumer.start()
+    elapsed = time.monotonic() - began
+
+    assert elapsed >= bound_s * 0.9, "gave up before connect_timeout_s instead of retrying"
+    assert elapsed < bound_s + 30, "did not give up"
+    error = raised.value
+    assert error.retriable and error.exit_code == EXIT_TEMPFAIL
+    message = str(error)
+    assert bootstrap in message and f"within {bound_s:g}s" in message and "connect_timeout_s" in message
+    assert consumer.state is State.NEW, "nothing joined"
+
+    cli = subprocess.run(
+        [sys.executable, "-m", "static_consumer.cli", "probe", "-b", bootstrap, "--connect-timeout-s", "2"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert cli.returncode == EXIT_TEMPFAIL
+    assert "BrokerUnavailableError" in cli.stderr and bootstrap in cli.stderr
+
+
+OUTAGE_S = 6.0  # plus the broker's own start-up: well below SESSION_MS either way
+
+
+def test_member_rides_out_an_outage_of_the_only_broker(
+    kafka_jvm_cluster_factory: Callable[..., JvmKafkaCluster],
+    kafka_group_id_factory: GroupFactory,
+    kafka_consumer_process_factory: Start,
+) -> None:
+    cluster = kafka_jvm_cluster_factory(1)
+    bootstrap = cluster.bootstrap_servers
+    partitions = 4
+    topic = _topic(bootstrap, partitions)
+    group = _form(
+        bootstrap, topic, partitions, kafka_group_id_factory(), kafka_consumer_process_factory, MEMBERS[:2]
+    )
+    owned = group.owned()
+    with SteadyProducer(bootstrap, topic) as producer:  # keeps its records queued while the broker is away
+        group.wait_consumed(300)
+        generations = cluster.group_generations(group.group_id)
+        since = time.time()
+        cluster.stop_node(1)
+        down_at = time.monotonic()
+        time.sleep(OUTAGE_S)
+        cluster.start_node(1)
+        print(f"broker away for {time.monotonic() - down_at:.1f} s; generations {generations}")
+        group.wait_consumed(len(group.consumed()) + 300)
+        acked = producer.stop()
+
+    assert len(wait_all_consumed(group)) == acked
+    _assert_undisturbed(group, cluster, generations, since)
+    assert group.owned() == owned
+    ready = {name: proc.events("ready")[0]["instance_id"] for name, proc in group.members.items()}
+    assert ready == {name: name for name in group.members}

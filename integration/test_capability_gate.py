@@ -1,0 +1,188 @@
+"""The capability gate on a real broker (issue 3, scenario g).
+
+The gate reads the broker's ApiVersions and group configs before the client exists, so a consumer that
+cannot join correctly fails clearly and at once instead of being rejected by the coordinator later (or,
+for an out-of-bounds session timeout, retrying a refused JoinGroup forever with a non-fatal error).
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable
+from typing import Any, Literal
+
+import pytest
+
+from static_consumer import ConsumerSettings, StaticConsumer
+from static_consumer.testing import describe_group
+from static_consumer.testing.jvm import JvmKafkaCluster
+from static_consumer.testing.processes import ConsumerProcess, wait_until
+from static_consumer.testing.specs import confluent_spec, static_spec
+
+HARNESS_MIN_SESSION_MS = 1000  # the harness broker's group.min.session.timeout.ms (Kafka's default: 6000)
+BROKER_DEFAULT_CONSUMER_SESSION_MS = 45000  # group.consumer.session.timeout.ms, not changed by the harness
+# COORDINATOR_LOAD_IN_PROGRESS, COORDINATOR_NOT_AVAILABLE, NOT_COORDINATOR
+COORDINATOR_NOT_READY = frozenset({14, 15, 16})
+
+
+def _members(bootstrap: str, group: str) -> list[Any]:
+    """describe_group's members, retrying while the group coordinator is still being set up (a fresh
+    broker creates __consumer_offsets on the first FindCoordinator and answers NOT_COORDINATOR meanwhile)."""
+    from confluent_kafka import KafkaException
+
+    deadline = time.monotonic() + 30
+    while True:
+        try:
+            return list(describe_group(bootstrap, group).members)
+        except KafkaException as exc:
+            if exc.args[0].code() not in COORDINATOR_NOT_READY or time.monotonic() > deadline:
+                raise
+            time.sleep(0.5)
+
+
+def _spec(protocol: str, bootstrap: str, group: str, topic: str, **settings: Any) -> dict[str, Any]:
+    spec = static_spec(bootstrap, group, [topic], None, env={"POD_NAME": "orders-0"}, protocol=protocol)
+    if protocol == "consumer":  # broker-side under KIP-848
+        for key in ("session_timeout_ms", "heartbeat_interval_ms"):
+            spec["settings"].pop(key)
+    spec["settings"].update(settings)
+    return spec
+
+
+@pytest.mark.parametrize("protocol", ["classic", "consumer"])
+@pytest.mark.parametrize(
+    ("policy", "instance_id"), [("require", "orders-0"), ("warn", "orders-0"), ("dynamic", None)]
+)
+def test_static_policy_decides_whether_the_member_has_an_instance_id(
+    protocol: str,
+    policy: str,
+    instance_id: str | None,
+    kafka_bootstrap_servers: str,
+    kafka_topic_factory: Callable[..., str],
+    kafka_group_id_factory: Callable[..., str],
+    kafka_consumer_process_factory: Callable[..., ConsumerProcess],
+) -> None:
+    group, topic = kafka_group_id_factory(), kafka_topic_factory(2)
+    proc = kafka_consumer_process_factory(
+        _spec(protocol, kafka_bootstrap_servers, group, topic, static_policy=policy)
+    )
+    ready = proc.wait_for_kind("ready", timeout_s=30)
+    assert (ready["static"], ready["instance_id"]) == (instance_id is not None, instance_id)
+    member_id = proc.wait_for_kind("assigned", timeout_s=60)["member_id"]
+    # What the broker sees: the instance id (POD_NAME orders-0) for a static member, none for a dynamic one.
+    members = describe_group(kafka_bootstrap_servers, group).members
+    assert [(m.group_instance_id, m.member_id) for m in members] == [(instance_id, member_id)]
+    assert proc.stop() == 0
+
+
+def _assert_refused_before_joining(proc: ConsumerProcess, bootstrap: str, group: str, bounds: str) -> None:
+    """Exit 69 with SessionTimeoutOutOfBoundsError naming the broker's bounds; never a member in the group."""
+    while proc.returncode is None:
+        assert _members(bootstrap, group) == []
+        time.sleep(0.2)
+    assert proc.wait(timeout_s=5) == 69, proc.stderr_tail()
+    error = proc.wait_for_kind("error", timeout_s=1)
+    assert (error["kind_of"], error["exit_code"]) == ("SessionTimeoutOutOfBoundsError", 69)
+    assert bounds in error["reason"], error["reason"]  # read from the live broker, not assumed
+    # start() raised before the client existed: no "ready", and librdkafka never sent a JoinGroup.
+    assert [e["kind"] for e in proc.events()] == ["error", "exit"]
+    assert "INVALID_SESSION_TIMEOUT" not in proc.stderr_tail(200)
+    assert _members(bootstrap, group) == []
+
+
+def test_session_timeout_below_the_broker_minimum_fails_before_joining(
+    kafka_bootstrap_servers: str,
+    kafka_topic_factory: Callable[..., str],
+    kafka_group_id_factory: Callable[..., str],
+    kafka_consumer_process_factory: Callable[..., ConsumerProcess],
+) -> None:
+    bootstrap, topic = kafka_bootstrap_servers, kafka_topic_factory(1)
+    too_short = {"session_timeout_ms": HARNESS_MIN_SESSION_MS // 2, "heartbeat_interval_ms": 100}
+
+    # The control: plain librdkafka with the same timeout is refused by the coordinator with a
+    # *non-fatal* INVALID_SESSION_TIMEOUT and keeps retrying; nothing tells the process to stop.
+    control_group = kafka_group_id_factory("control")
+    control = kafka_consumer_process_factory(
+        confluent_spec(
+            bootstrap,
+            control_group,
+            [topic],
+            **{
+                "session.timeout.ms": too_short["session_timeout_ms"],
+                "heartbeat.interval.ms": too_short["heartbeat_interval_ms"],
+                "group.instance.id": "orders-0",
+            },
+        ),
+        name="control",
+    )
+    wait_until(lambda: len(control.events("error")) >= 2, 30, "repeated JoinGroup refusals")
+    assert {(e["code"], e["fatal"]) for e in control.events("error")} == {(26, False)}
+    assert control.returncode is None
+
+    group = kafka_group_id_factory()
+    proc = kafka_consumer_process_factory(_spec("classic", bootstrap, group, topic, **too_short))
+    _assert_refused_before_joining(proc, bootstrap, group, f"[{HARNESS_MIN_SESSION_MS}, ")
+
+
+def test_session_timeout_above_the_broker_maximum_fails_before_joining(
+    kafka_jvm_cluster_factory: Callable[..., JvmKafkaCluster],
+    kafka_topic_factory: Callable[..., str],
+    kafka_group_id_factory: Callable[..., str],
+    kafka_consumer_process_factory: Callable[..., ConsumerProcess],
+) -> None:
+    cluster = kafka_jvm_cluster_factory(1, extra_config={"group.max.session.timeout.ms": "20000"})
+    bootstrap = cluster.bootstrap_servers
+    topic, group = kafka_topic_factory(1, bootstrap=bootstrap), kafka_group_id_factory()
+    too_long = {"session_timeout_ms": 30000, "max_poll_interval_ms": 60000}
+    proc = kafka_consumer_process_factory(_spec("classic", bootstrap, group, topic, **too_long))
+    _assert_refused_before_joining(proc, bootstrap, group, f"[{HARNESS_MIN_SESSION_MS}, 20000]")
+
+
+# Under the consumer protocol the session timeout is the broker's (session_timeout_ms is refused by the
+# settings), so there is nothing to bound-check; what the gate can still do is compare the broker's
+# group.consumer.session.timeout.ms with how long a restart takes, and warn.
+@pytest.mark.parametrize(
+    ("protocol", "settings", "warns"),
+    [
+        ("consumer", {"expected_restart_ms": BROKER_DEFAULT_CONSUMER_SESSION_MS + 15000}, True),
+        ("consumer", {"expected_restart_ms": BROKER_DEFAULT_CONSUMER_SESSION_MS - 15000}, False),
+        ("classic", {"session_timeout_ms": 10000, "expected_restart_ms": 20000}, True),
+        ("classic", {"session_timeout_ms": 10000, "expected_restart_ms": 5000}, False),
+    ],
+)
+def test_a_session_timeout_shorter_than_a_restart_is_warned_about_and_still_joins(
+    protocol: Literal["classic", "consumer"],
+    settings: dict[str, Any],
+    warns: bool,
+    caplog: pytest.LogCaptureFixture,
+    kafka_bootstrap_servers: str,
+    kafka_topic_factory: Callable[..., str],
+    kafka_group_id_factory: Callable[..., str],
+) -> None:
+    group, topic = kafka_group_id_factory(), kafka_topic_factory(1)
+    consumer = StaticConsumer(
+        ConsumerSettings(
+            bootstrap_servers=kafka_bootstrap_servers,
+            group_id=group,
+            topics=(topic,),
+            instance_id="orders-0",
+            protocol=protocol,
+            connect_timeout_s=10,
+            shutdown_timeout_s=10,
+            **settings,
+        )
+    )
+    with caplog.at_level(logging.WARNING, logger="static_consumer"), consumer:
+        assert consumer.static
+        warned = [r.getMessage() for r in caplog.records if "expected_restart_ms" in r.getMessage()]
+        assert bool(warned) == warns, warned
+        if warns:
+            assert "rebalance" in warned[0] and str(settings["expected_restart_ms"]) in warned[0]
+        # A warning, not a refusal: the consumer joins as a static member.
+        deadline = time.monotonic() + 60
+        while not consumer.assignment and time.monotonic() < deadline:
+            consumer.poll(0.2)
+        assert consumer.assignment
+        members = describe_group(kafka_bootstrap_servers, group).members
+        assert [m.group_instance_id for m in members] == ["orders-0"]

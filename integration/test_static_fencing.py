@@ -1,0 +1,238 @@
+"""Two processes with the same group.instance.id on a real broker (issue 3, scenario d).
+
+Classic protocol: the *newest* joiner wins. The coordinator hands the instance id to the new member and
+answers the old one with FENCED_INSTANCE_ID (82); StaticConsumer raises FencedInstanceError, commits
+nothing more and the process exits 82. It must not rejoin: it would fence the other one in turn.
+
+Consumer protocol (KIP-848): the *oldest* member wins. While the instance id is held by a live member, a
+joiner gets UNRELEASED_INSTANCE_ID (111); StaticConsumer retries with a new client until the broker's
+session timeout (plus a margin) has passed, then raises UnreleasedInstanceIdError and exits 75. The member
+already in the group is never disturbed.
+
+Records are produced continuously while both processes run, so the fenced one would have something to
+commit after the fence if it were going to.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import Any
+
+import pytest
+
+from static_consumer.testing import describe_group
+from static_consumer.testing.jvm import JvmKafkaCluster
+from static_consumer.testing.kafka_ops import QUIET_LOGGER
+from static_consumer.testing.processes import ConsumerProcess, Event, wait_until
+from static_consumer.testing.specs import static_spec
+
+PARTITIONS = 4
+FENCE_BOUND_S = 10.0  # issue 3: the fenced process exits within 10 s
+CONSUMER_SESSION_MS = 8000
+# StaticConsumer bounds its UNRELEASED_INSTANCE_ID retries by the broker's group.consumer.session.timeout.ms
+# as read by the capability probe (broker configs; a per-group override is not visible to it), plus a
+# margin. So the consumer-protocol tests run on their own broker whose *broker-wide* session timeout is
+# short, instead of a per-group override on the shared broker (whose 45 s default would bound the retry).
+CONSUMER_BROKER_CONFIG = {
+    "group.consumer.session.timeout.ms": str(CONSUMER_SESSION_MS),
+    "group.consumer.heartbeat.interval.ms": "1000",
+}
+
+
+@pytest.fixture
+def bootstrap(
+    request: pytest.FixtureRequest,
+    kafka_bootstrap_servers: str,
+    kafka_jvm_cluster_factory: Callable[..., JvmKafkaCluster],
+) -> str:
+    if request.param == "classic":
+        return kafka_bootstrap_servers
+    cluster = kafka_jvm_cluster_factory(1, extra_config=CONSUMER_BROKER_CONFIG)
+    return cluster.bootstrap_servers
+
+
+@contextmanager
+def producing(bootstrap: str, topic: str, per_tick: int = 20, tick_s: float = 0.05) -> Iterator[list[int]]:
+    """Produce records (key = value = sequence number) in the background; yields [acknowledged count]."""
+    from confluent_kafka import Producer
+
+    acked = [0]
+    stop = threading.Event()
+    producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 5, "logger": QUIET_LOGGER})
+
+    def on_delivery(err: Any, _msg: Any) -> None:
+        if err is None:
+            acked[0] += 1
+
+    def run() -> None:
+        sent = 0
+        while not stop.wait(tick_s):
+            for _ in range(per_tick):
+                producer.produce(
+                    topic, key=str(sent).encode(), value=str(sent).encode(), on_delivery=on_delivery
+                )
+                sent += 1
+            producer.poll(0)
+
+    thread = threading.Thread(target=run, name="producer", daemon=True)
+    thread.start()
+    try:
+        yield acked
+    finally:
+        stop.set()
+        thread.join(timeout=10)
+        assert producer.flush(30) == 0, "the background producer could not deliver everything"
+
+
+def _spec(protocol: str, bootstrap: str, group: str, topic: str) -> dict[str, Any]:
+    spec = static_spec(bootstrap, group, [topic], "app-0", protocol=protocol)
+    spec["batch"] = 50  # small batches: many commits, so a commit after the fence would show
+    if protocol == "consumer":  # broker-side under KIP-848
+        for key in ("session_timeout_ms", "heartbeat_interval_ms"):
+            spec["settings"].pop(key)
+    return spec
+
+
+def _index(proc: ConsumerProcess, kind: str) -> int:
+    return next(i for i, e in enumerate(proc.events()) if e["kind"] == kind)
+
+
+def _assert_fenced_cleanly(proc: ConsumerProcess, since: float) -> None:
+    """``proc`` was fenced: exit 82 within FENCE_BOUND_S of ``since``, nothing committed or consumed after."""
+    code = proc.wait(timeout_s=30)
+    error = proc.wait_for_kind("error", timeout_s=1)
+    assert (code, error["kind_of"], error["exit_code"]) == (82, "FencedInstanceError", 82), proc.stderr_tail()
+    exited_at = proc.wait_for_kind("exit", timeout_s=1)["ts"]
+    print(f"{proc.name}: fenced and exited {exited_at - since:.1f} s after the duplicate started")
+    assert exited_at - since <= FENCE_BOUND_S
+    # The child streams its events in order: a committed or records event after "fenced" would mean a
+    # commit (or processing) after the broker gave the instance id to someone else.
+    fenced = _index(proc, "fenced")
+    late = [e["kind"] for e in proc.events()[fenced:] if e["kind"] in ("committed", "records")]
+    assert late == [], f"{proc.name} went on after the fence: {late}"
+    assert proc.events("closed")[-1]["left_group"] is False  # the id belongs to the other process now
+
+
+def _sole_member(bootstrap: str, group: str) -> tuple[str, str]:
+    members = describe_group(bootstrap, group).members
+    assert len(members) == 1, [(m.group_instance_id, m.member_id) for m in members]
+    return members[0].group_instance_id, members[0].member_id
+
+
+def _owns_all(proc: ConsumerProcess, topic: str) -> bool:
+    return proc.assignment() == {(topic, p) for p in range(PARTITIONS)}
+
+
+def _consumed_everything(procs: list[ConsumerProcess], produced: int) -> None:
+    def distinct() -> int:
+        return len({r for p in procs for r in p.records()})
+
+    wait_until(lambda: distinct() >= produced, 60, f"all {produced} records consumed by the two processes")
+
+
+def _last_assigned(proc: ConsumerProcess) -> Event:
+    return proc.events("assigned")[-1]
+
+
+@pytest.mark.parametrize("bootstrap", ["classic"], indirect=True)
+def test_classic_duplicate_of_a_stable_member_fences_the_original(
+    bootstrap: str,
+    kafka_topic_factory: Callable[..., str],
+    kafka_group_id_factory: Callable[..., str],
+    kafka_consumer_process_factory: Callable[..., ConsumerProcess],
+) -> None:
+    topic, group = kafka_topic_factory(PARTITIONS, bootstrap=bootstrap), kafka_group_id_factory()
+    spec = _spec("classic", bootstrap, group, topic)
+    original = kafka_consumer_process_factory(spec, name="original")
+    wait_until(lambda: _owns_all(original, topic), 60, "the original owning every partition")
+    with producing(bootstrap, topic) as acked:
+        original.wait_for_kind("committed", timeout_s=30)
+        started = time.time()
+        duplicate = kafka_consumer_process_factory(spec, name="duplicate")
+        _assert_fenced_cleanly(original, since=started)
+        wait_until(lambda: _owns_all(duplicate, topic), 30, "the duplicate owning every partition")
+        fenced_at = original.wait_for_kind("fenced", timeout_s=1)["ts"]
+        # The winner keeps consuming and committing after the fence.
+        duplicate.wait_for(
+            lambda e: e["kind"] == "committed" and e["ts"] > fenced_at, 30, "a commit after the fence"
+        )
+    assert _sole_member(bootstrap, group) == ("app-0", _last_assigned(duplicate)["member_id"])
+    assert duplicate.returncode is None, duplicate.stderr_tail()
+    _consumed_everything([original, duplicate], acked[0])  # at-least-once across the fence
+
+
+@pytest.mark.parametrize("bootstrap", ["consumer"], indirect=True)
+def test_consumer_protocol_rejects_the_duplicate_and_keeps_the_original(
+    bootstrap: str,
+    kafka_topic_factory: Callable[..., str],
+    kafka_group_id_factory: Callable[..., str],
+    kafka_consumer_process_factory: Callable[..., ConsumerProcess],
+) -> None:
+    topic, group = kafka_topic_factory(PARTITIONS, bootstrap=bootstrap), kafka_group_id_factory()
+    spec = _spec("consumer", bootstrap, group, topic)
+    original = kafka_consumer_process_factory(spec, name="original")
+    wait_until(lambda: _owns_all(original, topic), 60, "the original owning every partition")
+    member = _sole_member(bootstrap, group)
+    with producing(bootstrap, topic) as acked:
+        original.wait_for_kind("committed", timeout_s=30)
+        stable_since = time.time()
+        duplicate = kafka_consumer_process_factory(spec, name="duplicate")
+        ready_at = duplicate.wait_for_kind("ready", timeout_s=30)["ts"]
+        code = duplicate.wait(timeout_s=CONSUMER_SESSION_MS / 1000 + 60)
+        error = duplicate.wait_for_kind("error", timeout_s=1)
+        assert (code, error["kind_of"], error["exit_code"]) == (75, "UnreleasedInstanceIdError", 75)
+        exited_at = duplicate.wait_for_kind("exit", timeout_s=1)["ts"]
+        print(f"duplicate gave up {exited_at - ready_at:.1f} s after it started joining")
+        # It retried (rather than failing at once) for about the session timeout; generous lower bound.
+        assert exited_at - ready_at >= CONSUMER_SESSION_MS / 1000 / 2
+        assert duplicate.events("assigned") == [] and duplicate.records() == []
+        original.wait_for(
+            lambda e: e["kind"] == "committed" and e["ts"] > exited_at, 30, "a commit after the rejection"
+        )
+    # The original never noticed: same member, all partitions, no revocation, still running.
+    assert _sole_member(bootstrap, group) == member
+    assert _owns_all(original, topic)
+    assert not [e for e in original.events() if e["kind"] in ("revoked", "lost") and e["ts"] >= stable_since]
+    assert original.returncode is None, original.stderr_tail()
+    _consumed_everything([original], acked[0])
+
+
+@pytest.mark.parametrize("bootstrap", ["classic", "consumer"], indirect=True)
+def test_two_processes_started_together_leave_exactly_one_member(
+    bootstrap: str,
+    request: pytest.FixtureRequest,
+    kafka_topic_factory: Callable[..., str],
+    kafka_group_id_factory: Callable[..., str],
+    kafka_consumer_process_factory: Callable[..., ConsumerProcess],
+) -> None:
+    protocol = request.node.callspec.params["bootstrap"]
+    topic, group = kafka_topic_factory(PARTITIONS, bootstrap=bootstrap), kafka_group_id_factory()
+    spec = _spec(protocol, bootstrap, group, topic)
+    with producing(bootstrap, topic) as acked:
+        procs = [kafka_consumer_process_factory(spec, name=f"twin-{i}") for i in (1, 2)]
+        bound = 60 if protocol == "classic" else CONSUMER_SESSION_MS / 1000 + 60
+        wait_until(lambda: any(p.returncode is not None for p in procs), bound, "one twin to exit")
+        loser = next(p for p in procs if p.returncode is not None)
+        winner = next(p for p in procs if p is not loser)
+        if protocol == "classic":
+            # Whichever joined first is replaced by the second. Both start at once, so the bound runs
+            # from the later of the two start-ups.
+            joined = max(p.wait_for_kind("ready", timeout_s=1)["ts"] for p in procs)
+            _assert_fenced_cleanly(loser, since=joined)
+        else:
+            # The first to join keeps the id; the other is refused until it gives up.
+            code, error = loser.wait(timeout_s=5), loser.wait_for_kind("error", timeout_s=1)
+            assert (code, error["kind_of"]) == (75, "UnreleasedInstanceIdError"), loser.stderr_tail()
+            assert loser.events("assigned") == [] and loser.records() == []
+        wait_until(lambda: _owns_all(winner, topic), 30, "the winner owning every partition")
+        winner.wait_for(
+            lambda e: e["kind"] == "committed" and e["ts"] > loser.events("exit")[-1]["ts"],
+            30,
+            "a commit by the winner after the loser exited",
+        )
+    assert _sole_member(bootstrap, group) == ("app-0", _last_assigned(winner)["member_id"])
+    assert winner.returncode is None, winner.stderr_tail()
+    _consumed_everything(procs, acked[0])

@@ -1,0 +1,177 @@
+"""Micro-batch bookkeeping for the Spark runner: limits, the batch being collected, adaptive sizing. Pure."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Literal
+
+from static_consumer.spark._schema import record_bytes
+from static_consumer.types import Record, TopicPartition
+
+
+@dataclass(frozen=True)
+class BatchLimits:
+    """When a batch is complete: ``max_records`` records, ``max_bytes`` of payload (keys, values,
+    headers) or ``max_wait_s`` after collection started, whichever comes first.
+
+    ``poll_records`` is how many records one client call asks for. A batch must be processed (fn plus
+    commit) well within ``max_poll_interval_ms``, because the client is not polled meanwhile: a batch
+    that takes more than ``slow_fraction`` of it logs a warning and, with ``on_slow="shrink"``, halves
+    the record limit of the following batches, not below ``min_records`` (default 1,000); it grows
+    back while batches are fast.
+    """
+
+    max_records: int = 100_000
+    max_bytes: int = 128 * 1024 * 1024
+    max_wait_s: float = 2.0
+    poll_records: int = 10_000
+    slow_fraction: float = 0.5
+    on_slow: Literal["warn", "shrink"] = "shrink"
+    min_records: int | None = None
+
+    def __post_init__(self) -> None:
+        for name in ("max_records", "max_bytes", "poll_records", "shrink_floor"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"BatchLimits.{name} must be >= 1, got {getattr(self, name)}")
+        if self.min_records is not None and self.min_records > self.max_records:
+            raise ValueError(
+                f"BatchLimits.min_records ({self.min_records}) must be <= max_records ({self.max_records})"
+            )
+        if not self.max_wait_s > 0:
+            raise ValueError(f"BatchLimits.max_wait_s must be > 0, got {self.max_wait_s}")
+        if not 0 < self.slow_fraction < 1:
+            raise ValueError(f"BatchLimits.slow_fraction must be in (0, 1), got {self.slow_fraction}")
+
+    @property
+    def shrink_floor(self) -> int:
+        """Fewest records a shrunk batch may be limited to: ``min_records``, else 1,000 (or
+        ``max_records`` if smaller)."""
+        return self.min_records if self.min_records is not None else min(1_000, self.max_records)
+
+
+@dataclass(frozen=True)
+class OffsetRange:
+    """First and last offset (both inclusive) of one partition's records in a batch."""
+
+    first: int
+    last: int
+
+    @property
+    def next_offset(self) -> int:
+        """What to commit once the batch is processed: Kafka commits the next offset to read."""
+        return self.last + 1
+
+
+@dataclass
+class PendingBatch:
+    """Records collected for the next batch. Records of revoked or lost partitions are dropped before
+    the batch is handed out, so a batch never holds records of partitions this member gave up."""
+
+    records: list[Record] = field(default_factory=list)
+    bytes: int = 0
+
+    def __len__(self) -> int:
+        return len(self.records)
+
+    def add(self, records: Sequence[Record], owned: frozenset[TopicPartition] | None = None) -> int:
+        """Append records (only those of ``owned`` partitions, when given); returns how many were added."""
+        if not records:
+            return 0
+        if owned is not None:
+            # Hot path: compare (topic, partition) tuples once per partition, not a TopicPartition per record.
+            keys = {(tp.topic, tp.partition) for tp in owned}
+            if not {(r.topic, r.partition) for r in records} <= keys:
+                records = [r for r in records if (r.topic, r.partition) in keys]
+        self.records.extend(records)
+        self.bytes += _payload(records)
+        return len(records)
+
+    def drop(self, partitions: Iterable[TopicPartition]) -> int:
+        """Forget the records of ``partitions``; returns how many were dropped. Their offsets were not
+        committed, so whoever owns the partitions next reads them again."""
+        gone = {(tp.topic, tp.partition) for tp in partitions}
+        if not gone or not self.records:
+            return 0
+        kept = [r for r in self.records if (r.topic, r.partition) not in gone]
+        dropped = len(self.records) - len(kept)
+        if dropped:
+            self.records = kept
+            self.bytes = _payload(kept)
+        return dropped
+
+    def full(self, max_records: int, max_bytes: int) -> bool:
+        return len(self.records) >= max_records or self.bytes >= max_bytes
+
+    def offsets(self) -> dict[TopicPartition, OffsetRange]:
+        """Offset range per partition, in partition order.
+
+        The client delivers each partition's records in offset order, and a revoked partition's
+        records leave the batch before the partition can be fetched again, so a partition's first and
+        last record bound its range (two dict comprehensions: this runs on every record of a batch).
+        """
+        first = {(r.topic, r.partition): r.offset for r in reversed(self.records)}
+        last = {(r.topic, r.partition): r.offset for r in self.records}
+        return {
+            TopicPartition(*key): OffsetRange(min(first[key], offset), max(first[key], offset))
+            for key, offset in sorted(last.items())
+        }
+
+
+def _payload(records: Sequence[Record]) -> int:
+    """Payload bytes of ``records``; headers are walked only for the records that have any."""
+    size = sum([len(r.key or b"") + len(r.value or b"") for r in records])
+    return size + sum(
+        [record_bytes(r) - len(r.key or b"") - len(r.value or b"") for r in records if r.headers]
+    )
+
+
+def commit_offsets(
+    ranges: Mapping[TopicPartition, OffsetRange], owned: frozenset[TopicPartition]
+) -> dict[TopicPartition, int]:
+    """Next offsets to commit for a processed batch, only for partitions still owned (committing for a
+    partition that moved would overwrite its new owner's progress)."""
+    return {tp: r.next_offset for tp, r in ranges.items() if tp in owned}
+
+
+class BatchSizer:
+    """Keeps batch processing time under the poll budget by adapting the record limit."""
+
+    def __init__(self, limits: BatchLimits, max_poll_interval_s: float) -> None:
+        self._limits = limits
+        self._budget_s = max_poll_interval_s
+        self.max_records = limits.max_records
+
+    @property
+    def slow_s(self) -> float:
+        """Processing time above which a batch counts as slow."""
+        return self._budget_s * self._limits.slow_fraction
+
+    def observe(self, records: int, seconds: float) -> str | None:
+        """Note how long a batch of ``records`` took to process; returns a warning for a slow batch."""
+        limits = self._limits
+        if seconds > self.slow_s:
+            message = (
+                f"processing a batch of {records} records took {seconds:.1f}s, more than "
+                f"{limits.slow_fraction:.0%} of max_poll_interval_ms ({self._budget_s:.0f}s); past it the "
+                "member leaves the group and the batch's partitions move"
+            )
+            if limits.on_slow == "shrink" and self.max_records > limits.shrink_floor:
+                # Size for half the budget at the observed rate, at least halving, never below min_records.
+                target = math.floor(records * (self.slow_s / 2) / seconds) if seconds > 0 else records
+                self.max_records = max(limits.shrink_floor, min(self.max_records // 2, target))
+                message += f"; next batches hold at most {self.max_records} records"
+            elif limits.on_slow == "warn":
+                message += "; lower BatchLimits.max_records/max_bytes or raise max_poll_interval_ms"
+            return message
+        if (
+            seconds < self.slow_s / 4
+            and self.max_records < limits.max_records
+            and records >= self.max_records
+        ):
+            self.max_records = min(limits.max_records, self.max_records * 2)
+        return None
+
+
+__all__ = ["BatchLimits", "BatchSizer", "OffsetRange", "PendingBatch", "commit_offsets"]

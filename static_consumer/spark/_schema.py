@@ -1,0 +1,87 @@
+"""The Arrow form of Spark's Kafka source rows, and the conversion from records. Pure; no Spark needed.
+
+Spark's Kafka source (``spark.read.format("kafka")`` with ``includeHeaders=true``) yields rows of
+``key binary, value binary, topic string, partition int, offset long, timestamp timestamp,
+timestampType int, headers array<struct<key string, value binary>>``, every field nullable. A
+DataFrame built from :data:`KAFKA_SCHEMA` has exactly that schema, so code written against the native
+source runs unchanged on the bridge.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from static_consumer.types import Record
+
+HEADER_TYPE = pa.struct([("key", pa.string()), ("value", pa.binary())])
+
+# Microseconds in UTC: Spark's TimestampType. createDataFrame would cast any other unit to this anyway.
+TIMESTAMP_TYPE = pa.timestamp("us", tz="UTC")
+
+KAFKA_SCHEMA = pa.schema(
+    [
+        ("key", pa.binary()),
+        ("value", pa.binary()),
+        ("topic", pa.string()),
+        ("partition", pa.int32()),
+        ("offset", pa.int64()),
+        ("timestamp", TIMESTAMP_TYPE),
+        ("timestampType", pa.int32()),
+        ("headers", pa.list_(HEADER_TYPE)),
+    ]
+)
+
+# librdkafka numbers timestamp types NOT_AVAILABLE=0, CREATE_TIME=1, LOG_APPEND_TIME=2; Spark shows
+# Kafka's own ids (TimestampType.id): NO_TIMESTAMP_TYPE=-1, CREATE_TIME=0, LOG_APPEND_TIME=1.
+_SPARK_TIMESTAMP_TYPE_OFFSET = -1
+
+
+# records_to_table() reads Record fields by position; fail at import, not with wrong columns, if they move.
+_FIELDS = ("topic", "partition", "offset", "key", "value", "timestamp_ms", "timestamp_type", "headers")
+if tuple(Record._fields) != _FIELDS:
+    raise ImportError(f"static_consumer.spark expects Record fields {_FIELDS}, found {Record._fields}")
+
+
+def spark_timestamp_type(librdkafka_type: int) -> int:
+    """The ``timestampType`` Spark's Kafka source shows for a librdkafka timestamp type."""
+    return librdkafka_type + _SPARK_TIMESTAMP_TYPE_OFFSET
+
+
+def record_bytes(record: Record) -> int:
+    """Payload size of a record (key, value, headers), the measure batch byte limits count."""
+    size = len(record.key or b"") + len(record.value or b"")
+    for name, value in record.headers:
+        size += len(name) + len(value or b"")
+    return size
+
+
+def records_to_table(records: Sequence[Record]) -> pa.Table:
+    """A table with :data:`KAFKA_SCHEMA`, one row per record, in the given order.
+
+    ``headers`` is null for a record without headers, as in Spark's Kafka source.
+    """
+    # Records are NamedTuples: one comprehension per column, indexing by position (cheaper than by name).
+    columns = [
+        pa.array([r[3] for r in records], pa.binary()),
+        pa.array([r[4] for r in records], pa.binary()),
+        pa.array([r[0] for r in records], pa.string()),
+        pa.array([r[1] for r in records], pa.int32()),
+        pa.array([r[2] for r in records], pa.int64()),
+        pa.array([r[5] for r in records], pa.int64()).cast(pa.timestamp("ms", tz="UTC")).cast(TIMESTAMP_TYPE),
+        pc.add(pa.array([r[6] for r in records], pa.int32()), _SPARK_TIMESTAMP_TYPE_OFFSET),
+        pa.array([r[7] or None for r in records], pa.list_(HEADER_TYPE)),
+    ]
+    return pa.Table.from_arrays(columns, schema=KAFKA_SCHEMA)
+
+
+__all__ = [
+    "HEADER_TYPE",
+    "KAFKA_SCHEMA",
+    "TIMESTAMP_TYPE",
+    "record_bytes",
+    "records_to_table",
+    "spark_timestamp_type",
+]

@@ -1,0 +1,130 @@
+"""The metric reference: every instrument the OpenTelemetry listener creates, and the docs table."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+GROUP = "messaging.consumer.group.name"  # OpenTelemetry messaging semantic conventions
+INSTANCE_ID = "static_consumer.instance_id"
+PROTOCOL = "static_consumer.protocol"
+JOIN_KIND = "static_consumer.join.kind"
+REASON = "static_consumer.reason"
+
+
+@dataclass(frozen=True, slots=True)
+class Metric:
+    """One instrument; ``java`` names the Java consumer's coordinator metric with the same meaning."""
+
+    name: str
+    instrument: Literal["counter", "updowncounter", "histogram", "gauge"]
+    unit: str
+    description: str
+    attributes: tuple[str, ...] = ()
+    java: str = ""
+
+
+METRICS: tuple[Metric, ...] = (
+    Metric(
+        "static_consumer.rebalances",
+        "counter",
+        "{rebalance}",
+        "Rebalances this member went through (a new generation or moved partitions after its join); "
+        "the rate is the backend's rate() of it.",
+        java="rebalance-total, rebalance-rate-per-hour",
+    ),
+    Metric(
+        "static_consumer.rebalance.duration",
+        "histogram",
+        "s",
+        "From the first revoke (or loss) of a rebalance to the new assignment.",
+        java="rebalance-latency-avg/max/total",
+    ),
+    Metric(
+        "static_consumer.rebalances.failed",
+        "counter",
+        "{rebalance}",
+        "Rebalances that failed: partitions lost, or a fence or fatal error during a join or rebalance.",
+        (REASON,),
+        java="failed-rebalance-total, failed-rebalance-rate-per-hour",
+    ),
+    Metric(
+        "static_consumer.rebalance.time_since_last",
+        "gauge",
+        "s",
+        "Seconds since this member's last rebalance; no value before the first one.",
+        java="last-rebalance-seconds-ago",
+    ),
+    Metric(
+        "static_consumer.assigned_partitions",
+        "updowncounter",
+        "{partition}",
+        "Partitions assigned to this member now.",
+        java="assigned-partitions",
+    ),
+    Metric(
+        "static_consumer.partitions.revoked",
+        "counter",
+        "{partition}",
+        "Partitions revoked: by a rebalance (reason=rebalance) or released by close() (reason=close).",
+        (REASON,),
+        java="partition-revoked-latency (count)",
+    ),
+    Metric(
+        "static_consumer.partitions.lost",
+        "counter",
+        "{partition}",
+        "Partitions lost without a chance to commit (session timeout, max.poll.interval exceeded).",
+        java="partition-lost-latency (count)",
+    ),
+    Metric(
+        "static_consumer.rebalance.partitions_moved",
+        "histogram",
+        "{partition}",
+        "Per rebalance: partitions this member gained plus partitions it gave up.",
+    ),
+    Metric(
+        "static_consumer.fenced",
+        "counter",
+        "{fence}",
+        "Times this instance id was fenced: another process joined with it.",
+    ),
+    Metric(
+        "static_consumer.joins",
+        "counter",
+        "{join}",
+        "First assignments of a new client, by kind: static_rejoin (no rebalance), static_join, "
+        "dynamic_join (these two rebalance the group), manual, unknown.",
+        (JOIN_KIND,),
+    ),
+    Metric(
+        "static_consumer.static_rejoins",
+        "counter",
+        "{rejoin}",
+        "Restarts of a static member that got its held partitions back without a rebalance.",
+    ),
+    Metric(
+        "static_consumer.join.duration",
+        "histogram",
+        "s",
+        "From the Joining announcement (a new client, before subscribe; includes the held look-up) to "
+        "the first assignment.",
+        java="join-time-avg/max (roughly)",
+    ),
+)
+
+
+def metric_reference() -> str:
+    """The Markdown table of docs/observability.md."""
+    rows = [
+        "| metric | instrument | unit | attributes | meaning | Java consumer |",
+        "|---|---|---|---|---|---|",
+    ]
+    for m in METRICS:
+        attrs = ", ".join(f"`{a}`" for a in m.attributes) or "-"
+        java = m.java or "-"
+        rows.append(f"| `{m.name}` | {m.instrument} | `{m.unit}` | {attrs} | {m.description} | {java} |")
+    return "\n".join(rows)
+
+
+__all__ = ["GROUP", "INSTANCE_ID", "JOIN_KIND", "METRICS", "PROTOCOL", "REASON", "Metric", "metric_reference"]

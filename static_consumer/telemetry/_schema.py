@@ -1,0 +1,110 @@
+"""The event-log schema, once: the docs table and the Spark DDL are generated from :data:`FIELDS`."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+SCHEMA_VERSION = 1
+
+
+@dataclass(frozen=True, slots=True)
+class Field:
+    name: str
+    json: str
+    spark: str
+    meaning: str
+
+
+_PARTITIONS = "ARRAY<STRUCT<`topic`: STRING, `partition`: INT>>"
+
+FIELDS: tuple[Field, ...] = (
+    Field("v", "int", "INT", "Schema version (1). Every line."),
+    Field(
+        "ts",
+        "string",
+        "STRING",
+        "When the event happened: RFC 3339 UTC with microseconds, e.g. `2025-06-01T12:00:00.123456Z`.",
+    ),
+    Field(
+        "event",
+        "string",
+        "STRING",
+        "`joining`, `assigned`, `revoked`, `lost`, `fenced`, `fatal` or `closed`.",
+    ),
+    Field("group", "string", "STRING", "Consumer group id."),
+    Field("instance_id", "string or null", "STRING", "`group.instance.id`; null for a dynamic member."),
+    Field(
+        "member_id",
+        "string or null",
+        "STRING",
+        "Member id the coordinator gave this client; null before the first join. New on every join.",
+    ),
+    Field(
+        "generation",
+        "int or null",
+        "INT",
+        "Group generation (classic protocol; during `revoked` still the old one) or member epoch "
+        "(consumer protocol) when the event happened; null before the first join.",
+    ),
+    Field(
+        "protocol",
+        "string or null",
+        "STRING",
+        "`classic` or `consumer`, from the last `joining`; null without one (manual assignment).",
+    ),
+    Field(
+        "partitions",
+        "list of {topic, partition} or null",
+        _PARTITIONS,
+        "`assigned`/`revoked`/`lost`: the partitions of the event. `joining`: the partitions the "
+        "broker held for the instance id (when `held`). Else null.",
+    ),
+    Field(
+        "held",
+        "bool or null",
+        "BOOLEAN",
+        "`joining` only: whether the broker still held the instance id; null when not asked "
+        "(dynamic member, look-up off or failed).",
+    ),
+    Field(
+        "join_kind",
+        "string or null",
+        "STRING",
+        "On the `assigned` line that completed a join: `static_rejoin`, `static_join`, "
+        "`dynamic_join`, `manual` or `unknown`. Else absent or null.",
+    ),
+    Field("rebalance", "bool", "BOOLEAN", "True on the `assigned` line that completed a rebalance."),
+    Field("moved", "int or null", "INT", "With `rebalance`: partitions gained plus partitions given up."),
+    Field(
+        "duration_s",
+        "float or null",
+        "DOUBLE",
+        "Seconds the join (from `joining`) or the rebalance (from its first revoke or loss) took.",
+    ),
+    Field(
+        "failed",
+        "string or null",
+        "STRING",
+        "`lost`, `fenced` or `fatal` when this event failed a rebalance or join. Else absent.",
+    ),
+    Field("error", "string or null", "STRING", "`fenced`/`fatal`: the client's error text."),
+    Field(
+        "left_group",
+        "bool or null",
+        "BOOLEAN",
+        "`closed` only: whether the member left the group (false for a normal static close).",
+    ),
+)
+
+# spark.read.schema(EVENT_LOG_SPARK_SCHEMA).json(path) reads every version-1 log.
+EVENT_LOG_SPARK_SCHEMA = ", ".join(f"`{f.name}` {f.spark}" for f in FIELDS)
+
+
+def schema_reference() -> str:
+    """The Markdown table of docs/observability.md."""
+    rows = ["| field | JSON type | meaning |", "|---|---|---|"]
+    rows += [f"| `{f.name}` | {f.json} | {f.meaning} |" for f in FIELDS]
+    return "\n".join(rows)
+
+
+__all__ = ["EVENT_LOG_SPARK_SCHEMA", "FIELDS", "SCHEMA_VERSION", "Field", "schema_reference"]

@@ -1,0 +1,205 @@
+"""OpenTelemetry metrics and spans for one consumer's group membership (``opentelemetry-api`` only).
+
+The listener records through the meter and tracer providers the application configured (or the ones
+passed in); with none configured the API's no-op providers make it free. Metric attributes are the
+group, the instance id and the protocol: all stable across restarts of a static member, so series do not
+multiply. Member ids and generations change on every join and appear on spans only.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterable, Mapping
+
+from opentelemetry import metrics, trace
+from opentelemetry.trace import Status, StatusCode
+
+from static_consumer import __version__
+from static_consumer.events import (
+    Assigned,
+    Closed,
+    FatalError,
+    Fenced,
+    Joining,
+    Lost,
+    MembershipEvent,
+    MembershipListener,
+    Revoked,
+)
+from static_consumer.telemetry._metrics import GROUP, INSTANCE_ID, JOIN_KIND, METRICS, PROTOCOL, REASON
+from static_consumer.telemetry._tracker import (
+    Failed,
+    Interrupted,
+    Join,
+    MembershipTracker,
+    Outcome,
+    Rebalance,
+    Released,
+)
+
+SCOPE = "static_consumer"
+Attributes = dict[str, str | int]
+
+_SECONDS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 120.0, 300.0)
+_PARTITIONS = (0.0, 1.0, 2.0, 4.0, 8.0, 16.0, 32.0, 64.0, 128.0, 256.0, 512.0, 1024.0)
+
+
+class OtelListener(MembershipListener):
+    """Records membership metrics and spans for one :class:`~static_consumer.StaticConsumer`.
+
+    Use one listener per consumer. ``look_up_held`` (default True) asks the broker, once per join, what
+    it held for the instance id, which is how a restart is told to be a static rejoin (see
+    :class:`~static_consumer.events.Joining`); ``clock`` feeds the time-since-last-rebalance gauge.
+    """
+
+    def __init__(
+        self,
+        *,
+        meter_provider: metrics.MeterProvider | None = None,
+        tracer_provider: trace.TracerProvider | None = None,
+        look_up_held: bool = True,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        self._tracker = MembershipTracker(look_up_held=look_up_held)
+        self._clock = clock
+        self._attrs: Attributes = {"messaging.system": "kafka"}
+        self._tracer = trace.get_tracer(SCOPE, __version__, tracer_provider)
+        meter = metrics.get_meter(SCOPE, __version__, meter_provider)
+        by_name = {m.name: m for m in METRICS}
+
+        def counter(name: str) -> metrics.Counter:
+            return meter.create_counter(name, by_name[name].unit, by_name[name].description)
+
+        def histogram(name: str, bounds: tuple[float, ...]) -> metrics.Histogram:
+            spec = by_name[name]
+            return meter.create_histogram(
+                name, spec.unit, spec.description, explicit_bucket_boundaries_advisory=bounds
+            )
+
+        self._rebalances = counter("static_consumer.rebalances")
+        self._rebalance_duration = histogram("static_consumer.rebalance.duration", _SECONDS)
+        self._failed = counter("static_consumer.rebalances.failed")
+        self._revoked = counter("static_consumer.partitions.revoked")
+        self._lost = counter("static_consumer.partitions.lost")
+        self._moved = histogram("static_consumer.rebalance.partitions_moved", _PARTITIONS)
+        self._fenced = counter("static_consumer.fenced")
+        self._joins = counter("static_consumer.joins")
+        self._rejoins = counter("static_consumer.static_rejoins")
+        self._join_duration = histogram("static_consumer.join.duration", _SECONDS)
+        spec = by_name["static_consumer.assigned_partitions"]
+        self._assigned = meter.create_up_down_counter(spec.name, spec.unit, spec.description)
+        spec = by_name["static_consumer.rebalance.time_since_last"]
+        meter.create_observable_gauge(spec.name, [self._since_last], spec.unit, spec.description)
+
+    # -- MembershipListener --------------------------------------------------------------------------
+
+    def on_joining(self, event: Joining) -> None:
+        self._handle(event)
+
+    def on_assigned(self, event: Assigned) -> None:
+        self._handle(event)
+
+    def on_revoked(self, event: Revoked) -> None:
+        self._handle(event)
+
+    def on_lost(self, event: Lost) -> None:
+        self._handle(event)
+        self._lost.add(len(event.partitions), self._attrs)
+
+    def on_fenced(self, event: Fenced) -> None:
+        self._handle(event)
+        self._fenced.add(1, self._attrs)
+
+    def on_fatal(self, event: FatalError) -> None:
+        self._handle(event)
+
+    def on_closed(self, event: Closed) -> None:
+        self._handle(event)
+
+    # -- recording -----------------------------------------------------------------------------------
+
+    def _handle(self, event: MembershipEvent) -> None:
+        owned = len(self._tracker.owned)
+        outcomes = self._tracker.observe(event)
+        self._attrs = self._metric_attributes(event)
+        if len(self._tracker.owned) != owned:
+            self._assigned.add(len(self._tracker.owned) - owned, self._attrs)
+        for outcome in outcomes:
+            self._record(outcome, event)
+
+    def _metric_attributes(self, event: MembershipEvent) -> Attributes:
+        attrs: Attributes = {"messaging.system": "kafka", GROUP: event.group_id}
+        if event.instance_id is not None:
+            attrs[INSTANCE_ID] = event.instance_id
+        if self._tracker.protocol is not None:
+            attrs[PROTOCOL] = self._tracker.protocol
+        return attrs
+
+    def _record(self, outcome: Outcome, event: MembershipEvent) -> None:
+        attrs = self._attrs
+        if isinstance(outcome, Join):
+            self._joins.add(1, {**attrs, JOIN_KIND: outcome.kind})
+            if outcome.kind == "static_rejoin":
+                self._rejoins.add(1, attrs)
+            self._join_duration.record(outcome.duration_s, attrs)
+            self._span(
+                "static_consumer.join",
+                outcome.started_at,
+                outcome.at,
+                event,
+                {JOIN_KIND: outcome.kind, "static_consumer.partitions": len(outcome.partitions)},
+            )
+        elif isinstance(outcome, Rebalance):
+            self._rebalances.add(1, attrs)
+            self._rebalance_duration.record(outcome.duration_s, attrs)
+            self._moved.record(outcome.moved, attrs)
+            self._revoked.add(outcome.revoked, {**attrs, REASON: "rebalance"})
+            extra: Attributes = {
+                "static_consumer.partitions_moved": outcome.moved,
+                "static_consumer.partitions": len(outcome.after),
+            }
+            if outcome.previous_generation is not None:
+                extra["static_consumer.previous_generation"] = outcome.previous_generation
+            self._span("static_consumer.rebalance", outcome.started_at, outcome.at, event, extra)
+        elif isinstance(outcome, Failed):
+            self._failed.add(1, {**attrs, REASON: outcome.reason})
+        elif isinstance(outcome, Released):
+            self._revoked.add(outcome.partitions, {**attrs, REASON: "close"})
+        elif isinstance(outcome, Interrupted):
+            self._revoked.add(outcome.revoked, {**attrs, REASON: "rebalance"})
+            name, reason = f"static_consumer.{outcome.what}", {REASON: outcome.reason}
+            self._span(name, outcome.started_at, outcome.at, event, reason, error=outcome.reason)
+
+    def _span(
+        self,
+        name: str,
+        start: float,
+        end: float,
+        event: MembershipEvent,
+        extra: Mapping[str, str | int],
+        error: str | None = None,
+    ) -> None:
+        attrs: Attributes = {**self._attrs, **extra}
+        if event.member_id is not None:
+            attrs["static_consumer.member_id"] = event.member_id
+        if event.generation is not None:
+            attrs["static_consumer.generation"] = event.generation
+        span = self._tracer.start_span(
+            name, kind=trace.SpanKind.INTERNAL, attributes=attrs, start_time=_ns(start)
+        )
+        if error is not None:
+            span.set_status(Status(StatusCode.ERROR, error))
+        span.end(end_time=_ns(end))
+
+    def _since_last(self, _options: metrics.CallbackOptions) -> Iterable[metrics.Observation]:
+        last = self._tracker.last_rebalance_at
+        if last is None or self._tracker.closed:
+            return []
+        return [metrics.Observation(max(0.0, self._clock() - last), self._attrs)]
+
+
+def _ns(seconds: float) -> int:
+    return int(seconds * 1_000_000_000)
+
+
+__all__ = ["SCOPE", "OtelListener"]

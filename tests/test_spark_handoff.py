@@ -1,0 +1,80 @@
+"""How batches reach Spark: createDataFrame, or short-lived Parquet files for local sessions (no JVM)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
+
+import pyarrow.parquet as pq
+import pytest
+
+from static_consumer.spark import KAFKA_SCHEMA, records_to_table
+from static_consumer.spark._handoff import FrameMaker, choose, spark_schema
+from static_consumer.types import Record
+
+
+class Reader:
+    """Stands in for spark.read: remembers the schema and reads the file with pyarrow."""
+
+    def __init__(self) -> None:
+        self.schemas: list[Any] = []
+        self.paths: list[str] = []
+
+    def schema(self, schema: Any) -> Reader:
+        self.schemas.append(schema)
+        return self
+
+    def parquet(self, path: str) -> Any:
+        self.paths.append(path)
+        return pq.read_table(path)
+
+
+class LocalSession:
+    def __init__(self, master: str = "local[*]") -> None:
+        self.sparkContext = SimpleNamespace(master=master)
+        self.read = Reader()
+        self.created: list[Any] = []
+
+    def createDataFrame(self, data: Any) -> Any:  # noqa: N802 - Spark's name
+        self.created.append(data)
+        return data
+
+
+@pytest.mark.parametrize(
+    ("master", "expected"),
+    [("local[*]", "parquet"), ("local[2]", "parquet"), ("spark://m:7077", "arrow"), ("yarn", "arrow")],
+)
+def test_auto_uses_files_only_where_executors_share_the_drivers_disk(master: str, expected: str) -> None:
+    assert choose("auto", LocalSession(master)) == expected
+
+
+def test_auto_falls_back_to_create_dataframe_without_a_spark_context() -> None:
+    assert choose("auto", object()) == "arrow"
+    assert choose("parquet", object()) == "parquet"  # an explicit choice is kept
+
+
+def test_parquet_handoff_reads_the_batch_back_under_the_kafka_schema(tmp_path: Path) -> None:
+    session = LocalSession()
+    maker = FrameMaker(session, "parquet", directory=str(tmp_path))
+    table = records_to_table([Record("t", 0, 5, b"k", b"v", 1_700_000_000_000, 1, (("h", b"x"),))])
+    df, cleanup = maker(table)
+    read: Any = df  # the stand-in reader returns an Arrow table
+    assert read.equals(table) and read.schema == KAFKA_SCHEMA
+    assert session.read.schemas == [spark_schema()]  # explicit: no inference, exactly the source schema
+    assert session.created == []
+    [path] = session.read.paths
+    assert Path(path).exists()
+    cleanup()
+    assert not Path(path).exists()
+    maker.close()
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_arrow_handoff_is_create_dataframe() -> None:
+    session = LocalSession()
+    maker = FrameMaker(session, "arrow")
+    table = records_to_table([])
+    df, cleanup = maker(table)
+    cleanup()
+    assert df is table and session.created == [table] and session.read.paths == []

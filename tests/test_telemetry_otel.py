@@ -1,0 +1,236 @@
+"""OtelListener against the OpenTelemetry SDK's in-memory metric reader and span exporter."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from fakes import MODERN, Assign, FakeFactory, Revoke, tp
+from opentelemetry.sdk.metrics import MeterProvider
+from opentelemetry.sdk.metrics.export import InMemoryMetricReader
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+from opentelemetry.trace import StatusCode
+
+from static_consumer import consumer as consumer_module
+from static_consumer.consumer import StaticConsumer
+from static_consumer.events import (
+    Assigned,
+    Closed,
+    Fenced,
+    HeldAssignment,
+    Joining,
+    Lost,
+    MembershipEvent,
+    Revoked,
+)
+from static_consumer.settings import ConsumerSettings
+from static_consumer.telemetry import (
+    EVENT_LOG_SPARK_SCHEMA,
+    METRICS,
+    OtelListener,
+    metric_reference,
+    schema_reference,
+)
+from static_consumer.types import TopicPartition
+
+GROUP = "orders"
+DOCS = Path(__file__).resolve().parents[1] / "docs" / "observability.md"
+
+
+class Otel:
+    """An OtelListener wired to in-memory SDK readers, with a settable clock."""
+
+    def __init__(self) -> None:
+        self.reader = InMemoryMetricReader()
+        self.spans = InMemorySpanExporter()
+        tracer_provider = TracerProvider()
+        tracer_provider.add_span_processor(SimpleSpanProcessor(self.spans))
+        self.now = 0.0
+        self.listener = OtelListener(
+            meter_provider=MeterProvider(metric_readers=[self.reader]),
+            tracer_provider=tracer_provider,
+            clock=lambda: self.now,
+        )
+
+    def feed(self, *events: MembershipEvent) -> None:
+        for event in events:
+            event.deliver(self.listener)
+
+    def metrics(self) -> dict[str, list[tuple[dict[str, Any], Any]]]:
+        """name -> [(attributes, value)]: sums and gauges give their value, histograms (count, sum)."""
+        out: dict[str, list[tuple[dict[str, Any], Any]]] = {}
+        data = self.reader.get_metrics_data()
+        for resource in data.resource_metrics if data else ():
+            for scope in resource.scope_metrics:
+                for metric in scope.metrics:
+                    for point in metric.data.data_points:
+                        value = (point.count, point.sum) if hasattr(point, "bucket_counts") else point.value
+                        out.setdefault(metric.name, []).append((dict(point.attributes or {}), value))
+        return out
+
+    def total(self, name: str, **attrs: Any) -> Any:
+        values = [v for a, v in self.metrics().get(name, []) if attrs.items() <= a.items()]
+        if values and isinstance(values[0], tuple):
+            return tuple(map(sum, zip(*values, strict=True)))
+        return sum(values)
+
+
+def tps(*partitions: int) -> tuple[TopicPartition, ...]:
+    return tuple(TopicPartition("t", p) for p in partitions)
+
+
+def fields(at: float, generation: int | None = None) -> dict[str, Any]:
+    return {
+        "group_id": GROUP,
+        "instance_id": "app-1",
+        "member_id": "app-1-x",
+        "generation": generation,
+        "at": at,
+    }
+
+
+def joining(at: float, held: HeldAssignment | None, protocol: str = "classic") -> Joining:
+    return Joining(**fields(at), protocol=protocol, lookup_held=lambda: held)
+
+
+@pytest.fixture
+def otel() -> Iterator[Otel]:
+    yield Otel()
+
+
+def test_static_restart_counts_a_rejoin_and_no_rebalance(otel: Otel) -> None:
+    otel.feed(
+        joining(100.0, HeldAssignment(True, tps(2, 3), "Stable")),
+        Assigned(**fields(100.2, 2), partitions=tps(2, 3)),
+    )
+    base = {"messaging.consumer.group.name": GROUP, "static_consumer.instance_id": "app-1"}
+    assert (
+        otel.total("static_consumer.static_rejoins", **base, **{"static_consumer.protocol": "classic"}) == 1
+    )
+    assert otel.total("static_consumer.joins", **{"static_consumer.join.kind": "static_rejoin"}) == 1
+    assert otel.total("static_consumer.rebalances") == 0
+    assert otel.total("static_consumer.assigned_partitions") == 2
+    assert "static_consumer.rebalance.time_since_last" not in otel.metrics(), "no rebalance seen yet"
+    (span,) = otel.spans.get_finished_spans()
+    assert span.name == "static_consumer.join"
+    assert span.attributes is not None
+    assert span.attributes["messaging.consumer.group.name"] == GROUP
+    assert span.attributes["static_consumer.instance_id"] == "app-1"
+    assert span.attributes["static_consumer.generation"] == 2
+    assert span.attributes["static_consumer.protocol"] == "classic"
+    assert span.attributes["static_consumer.join.kind"] == "static_rejoin"
+    assert (span.start_time, span.end_time) == (100_000_000_000, 100_200_000_000)
+
+
+def test_join_after_the_session_expired_is_not_a_rejoin(otel: Otel) -> None:
+    otel.feed(joining(0, HeldAssignment(False, (), "Stable")), Assigned(**fields(4, 5), partitions=tps(2, 3)))
+    assert otel.total("static_consumer.static_rejoins") == 0
+    assert otel.total("static_consumer.joins", **{"static_consumer.join.kind": "static_join"}) == 1
+
+
+def test_rebalance_metrics_and_span(otel: Otel) -> None:
+    otel.feed(
+        joining(0, HeldAssignment(False, (), "Empty")),
+        Assigned(**fields(1, 1), partitions=tps(0, 1, 2, 3)),
+        Revoked(**fields(10.0, 1), partitions=tps(0, 1, 2, 3)),
+        Assigned(**fields(10.5, 2), partitions=tps(0, 1)),
+    )
+    otel.now = 70.5
+    assert otel.total("static_consumer.rebalances") == 1
+    assert otel.total("static_consumer.rebalance.duration") == (1, 0.5)
+    assert otel.total("static_consumer.rebalance.partitions_moved") == (1, 2)
+    assert otel.total("static_consumer.partitions.revoked", **{"static_consumer.reason": "rebalance"}) == 4
+    assert otel.total("static_consumer.assigned_partitions") == 2
+    assert otel.total("static_consumer.rebalance.time_since_last") == 60.0
+    rebalance = [s for s in otel.spans.get_finished_spans() if s.name == "static_consumer.rebalance"]
+    assert len(rebalance) == 1 and rebalance[0].attributes is not None
+    assert rebalance[0].attributes["static_consumer.generation"] == 2
+    assert rebalance[0].attributes["static_consumer.previous_generation"] == 1
+    assert rebalance[0].attributes["static_consumer.partitions_moved"] == 2
+
+
+def test_close_releases_partitions_without_a_rebalance(otel: Otel) -> None:
+    otel.feed(
+        joining(0, HeldAssignment(True, tps(2, 3), "Stable")),
+        Assigned(**fields(1, 2), partitions=tps(2, 3)),
+        Revoked(**fields(5, 2), partitions=tps(2, 3)),
+        Closed(**fields(5.1, 2), left_group=False),
+    )
+    assert otel.total("static_consumer.rebalances") == 0
+    assert otel.total("static_consumer.partitions.revoked", **{"static_consumer.reason": "close"}) == 2
+    assert otel.total("static_consumer.partitions.revoked", **{"static_consumer.reason": "rebalance"}) == 0
+    assert otel.total("static_consumer.assigned_partitions") == 0
+
+
+def test_lost_and_fenced(otel: Otel) -> None:
+    otel.feed(
+        joining(0, HeldAssignment(False, (), "Stable")),
+        Assigned(**fields(1, 2), partitions=tps(2, 3)),
+        Lost(**fields(8, 2), partitions=tps(2, 3)),
+        Fenced(**fields(9, 2), error="Static consumer fenced by other consumer with same group.instance.id"),
+    )
+    assert otel.total("static_consumer.partitions.lost") == 2
+    assert otel.total("static_consumer.rebalances.failed", **{"static_consumer.reason": "lost"}) == 1
+    assert otel.total("static_consumer.rebalances.failed", **{"static_consumer.reason": "fenced"}) == 0
+    assert otel.total("static_consumer.fenced") == 1
+    interrupted = [s for s in otel.spans.get_finished_spans() if s.name == "static_consumer.rebalance"]
+    assert [s.status.status_code for s in interrupted] == [StatusCode.ERROR]
+
+
+def test_listener_works_without_an_sdk() -> None:
+    listener = OtelListener()  # the API's global (no-op unless the application set one) providers
+    for event in (
+        joining(0, None),
+        Assigned(**fields(1, 1), partitions=tps(0)),
+        Closed(**fields(2), left_group=False),
+    ):
+        event.deliver(listener)
+
+
+def test_through_the_consumer_the_broker_is_asked_before_the_join(
+    otel: Otel, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    calls: list[str] = []
+    factory = FakeFactory([None, Assign((tp(2), tp(3))), None, Revoke((tp(2), tp(3)))])
+
+    def held_lookup(settings: ConsumerSettings, instance_id: str | None) -> Any:
+        def lookup() -> HeldAssignment:
+            calls.append(f"lookup {instance_id} subscribed={bool(factory.adapters[0].calls)}")
+            return HeldAssignment(True, (tp(2), tp(3)), "Stable")
+
+        return lookup
+
+    monkeypatch.setattr(consumer_module, "held_lookup", held_lookup)
+    settings = ConsumerSettings(bootstrap_servers="127.0.0.1:9092", group_id=GROUP, topics=("t",))
+    consumer = StaticConsumer(
+        settings,
+        listeners=[otel.listener],
+        env={"POD_NAME": "app-1"},
+        adapter_factory=factory,
+        probe=lambda s: MODERN,
+    )
+    with consumer:
+        factory.last.gen = 7
+        while not consumer.assignment:
+            consumer.poll(0)
+        assert consumer.generation == 7
+    assert calls == ["lookup app-1 subscribed=False"]
+    assert otel.total("static_consumer.static_rejoins") == 1
+    assert otel.total("static_consumer.rebalances") == 0
+    assert otel.total("static_consumer.partitions.revoked", **{"static_consumer.reason": "close"}) == 2
+    join = next(s for s in otel.spans.get_finished_spans() if s.name == "static_consumer.join")
+    assert join.attributes is not None and join.attributes["static_consumer.generation"] == 7
+
+
+def test_docs_reference_tables_are_the_generated_ones() -> None:
+    text = DOCS.read_text()
+    assert metric_reference() in text, "docs/observability.md: regenerate the metric table"
+    assert schema_reference() in text, "docs/observability.md: regenerate the event-log table"
+    assert EVENT_LOG_SPARK_SCHEMA in text
+    documented = set(re.findall(r"^\| `(static_consumer\.[a-z_.]+)` \|", text, re.M))
+    assert documented == {m.name for m in METRICS}
