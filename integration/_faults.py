@@ -163,6 +163,11 @@ def assigned_member_ids(group: Group) -> dict[str, str]:
     return out
 
 
+def deferred_commits(group: Group) -> int:
+    """Commits that failed transiently (coordinator moving) and went out with the next one."""
+    return sum(len(proc.events("commit_deferred")) for proc in group.all_processes())
+
+
 def trouble(group: Group) -> list[str]:
     """Fencing, fatal errors, lost partitions, errors or exits seen by any member (live ones must run)."""
     found = [

@@ -186,3 +186,24 @@ def test_a_session_timeout_shorter_than_a_restart_is_warned_about_and_still_join
         assert consumer.assignment
         members = describe_group(kafka_bootstrap_servers, group).members
         assert [m.group_instance_id for m in members] == ["orders-0"]
+
+
+def test_probe_prefers_a_kip848_group_session_timeout_override(
+    kafka_bootstrap_servers: str, kafka_group_id_factory: Callable[..., str]
+) -> None:
+    """A group-level consumer.session.timeout.ms decides how long a crashed member's id stays held, so
+    the gate and the UNRELEASED_INSTANCE_ID retry budget must use it rather than the broker-wide value."""
+    from static_consumer._probe import probe
+    from static_consumer.testing.kafka_ops import set_group_config
+
+    overridden, plain = kafka_group_id_factory("override"), kafka_group_id_factory("plain")
+    set_group_config(kafka_bootstrap_servers, overridden, {"consumer.session.timeout.ms": "25000"})
+
+    def settings(group: str) -> ConsumerSettings:
+        return ConsumerSettings(
+            bootstrap_servers=kafka_bootstrap_servers, group_id=group, topics=("t",), protocol="consumer"
+        )
+
+    broker_wide = probe(settings(plain)).consumer_session_timeout_ms
+    assert probe(settings(overridden)).consumer_session_timeout_ms == 25000
+    assert broker_wide is not None and broker_wide != 25000

@@ -100,13 +100,13 @@ def _index(proc: ConsumerProcess, kind: str) -> int:
     return next(i for i, e in enumerate(proc.events()) if e["kind"] == kind)
 
 
-def _assert_fenced_cleanly(proc: ConsumerProcess, since: float) -> None:
+def _assert_fenced_cleanly(proc: ConsumerProcess, since: float, since_what: str) -> None:
     """``proc`` was fenced: exit 82 within FENCE_BOUND_S of ``since``, nothing committed or consumed after."""
     code = proc.wait(timeout_s=30)
     error = proc.wait_for_kind("error", timeout_s=1)
     assert (code, error["kind_of"], error["exit_code"]) == (82, "FencedInstanceError", 82), proc.stderr_tail()
     exited_at = proc.wait_for_kind("exit", timeout_s=1)["ts"]
-    print(f"{proc.name}: fenced and exited {exited_at - since:.1f} s after the duplicate started")
+    print(f"{proc.name}: fenced and exited {exited_at - since:.1f} s after {since_what}")
     assert exited_at - since <= FENCE_BOUND_S
     # The child streams its events in order: a committed or records event after "fenced" would mean a
     # commit (or processing) after the broker gave the instance id to someone else.
@@ -152,7 +152,7 @@ def test_classic_duplicate_of_a_stable_member_fences_the_original(
         original.wait_for_kind("committed", timeout_s=30)
         started = time.time()
         duplicate = kafka_consumer_process_factory(spec, name="duplicate")
-        _assert_fenced_cleanly(original, since=started)
+        _assert_fenced_cleanly(original, started, "the duplicate process was started")
         wait_until(lambda: _owns_all(duplicate, topic), 30, "the duplicate owning every partition")
         fenced_at = original.wait_for_kind("fenced", timeout_s=1)["ts"]
         # The winner keeps consuming and committing after the fence.
@@ -221,7 +221,7 @@ def test_two_processes_started_together_leave_exactly_one_member(
             # Whichever joined first is replaced by the second. Both start at once, so the bound runs
             # from the later of the two start-ups.
             joined = max(p.wait_for_kind("ready", timeout_s=1)["ts"] for p in procs)
-            _assert_fenced_cleanly(loser, since=joined)
+            _assert_fenced_cleanly(loser, joined, "both twins were up")
         else:
             # The first to join keeps the id; the other is refused until it gives up.
             code, error = loser.wait(timeout_s=5), loser.wait_for_kind("error", timeout_s=1)

@@ -7,6 +7,7 @@ form the gate can use. Every client is closed before returning, also when the bo
 from __future__ import annotations
 
 import logging
+from dataclasses import replace
 from typing import Any
 
 import kafka.errors as kafka_errors
@@ -25,6 +26,7 @@ from static_consumer.settings import ConsumerSettings
 
 log = logging.getLogger(__name__)
 CLIENT_ID = "static-consumer-probe"
+GROUP_SESSION_TIMEOUT = "consumer.session.timeout.ms"
 
 
 def probe(settings: ConsumerSettings) -> BrokerCapabilities:
@@ -38,7 +40,10 @@ def probe(settings: ConsumerSettings) -> BrokerCapabilities:
     """
     try:
         with admin_client(settings, CLIENT_ID) as admin:
-            return _read(admin)
+            caps = _read(admin)
+            if settings.protocol == "consumer":
+                caps = _with_group_session_timeout(admin, settings.group_id, caps)
+            return caps
     except kafka_errors.KafkaError as exc:
         raise _error(explain(exc, settings), settings) from None
 
@@ -92,6 +97,23 @@ def _group_configs(admin: Any, broker_id: int) -> dict[str, int | None]:
         value = entries.get(key, {}).get("value")
         out[name] = int(value) if value not in (None, "") else None  # older brokers lack KIP-848 keys
     return out
+
+
+def _with_group_session_timeout(admin: Any, group_id: str, caps: BrokerCapabilities) -> BrokerCapabilities:
+    """KIP-848 groups may override the broker's session timeout (``consumer.session.timeout.ms`` set on
+    the group): that value decides how long a crashed member's instance id stays held."""
+    resource = ConfigResource(ConfigResourceType.GROUP, group_id, [GROUP_SESSION_TIMEOUT])
+    try:
+        entry = admin.describe_configs([resource], config_filter="all")["group"][group_id][
+            GROUP_SESSION_TIMEOUT
+        ]
+    except (kafka_errors.KafkaError, KeyError) as exc:
+        log.info("could not describe group %s configs: %s", group_id, type(exc).__name__)
+        return caps
+    # Without an override the broker answers with the static default, not its own configured value.
+    if entry.get("config_source") != "DYNAMIC_GROUP_CONFIG" or not entry.get("value"):
+        return caps
+    return replace(caps, consumer_session_timeout_ms=int(entry["value"]))
 
 
 def _scrub(exc: BaseException, settings: ConsumerSettings) -> str:

@@ -140,7 +140,7 @@ def _decide_consumer_protocol(settings: ConsumerSettings, caps: BrokerCapabiliti
         )
     else:
         what = "the broker's group.consumer.session.timeout.ms"
-        fix = f"raise {what.removeprefix('the ')} (or the group's consumer.session.timeout.ms)"
+        fix = f"raise {what} (or the group's consumer.session.timeout.ms)"
         warnings.extend(_restart_warning(what, timeout, settings, fix))
     reason = f"ConsumerGroupHeartbeat (api key {CONSUMER_GROUP_HEARTBEAT}) supported"
     return StaticDecision(True, (reason,), tuple(warnings))

@@ -19,8 +19,8 @@ from collections.abc import Callable, Iterable
 from types import FrameType
 
 from static_consumer.consumer import StaticConsumer
-from static_consumer.errors import EXIT_FATAL, EXIT_OK, StaticConsumerError
-from static_consumer.types import Record
+from static_consumer.errors import EXIT_FATAL, EXIT_OK, RetriableError, StaticConsumerError
+from static_consumer.types import Record, TopicPartition
 
 log = logging.getLogger(__name__)
 
@@ -60,6 +60,46 @@ class ShutdownSignal:
             signal.signal(sig, previous)
 
 
+class BatchCommitter:
+    """Commits each processed batch, riding out transient commit failures.
+
+    A broker restart moves the group coordinator, and commits fail for a few seconds
+    (NOT_COORDINATOR, COORDINATOR_LOAD_IN_PROGRESS, ...) although the member keeps its partitions.
+    Such a RetriableError leaves the offsets pending: the next commit (or close()) sends them. Ending
+    the loop instead would turn every broker restart into a restart of every consumer. Commits failing
+    for longer than ``bound_s`` (default: the session timeout, which the membership itself would not
+    survive) re-raise.
+    """
+
+    def __init__(
+        self,
+        consumer: StaticConsumer,
+        bound_s: float | None = None,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self._consumer = consumer
+        self._bound_s = consumer.settings.session_timeout_ms / 1000 if bound_s is None else bound_s
+        self._clock = clock
+        self._failing_since: float | None = None
+
+    def commit(self, batch: list[Record]) -> dict[TopicPartition, int] | None:
+        """The offsets committed, or None when the commit was deferred to the next one."""
+        try:
+            sent = self._consumer.commit(batch)
+        except RetriableError as exc:
+            now = self._clock()
+            if self._failing_since is None:
+                self._failing_since = now
+                log.warning("%s; keeping the offsets for the next commit", exc)
+            elif now - self._failing_since > self._bound_s:
+                raise
+            return None
+        if self._failing_since is not None:
+            log.info("commits succeed again after %.1fs", self._clock() - self._failing_since)
+            self._failing_since = None
+        return sent
+
+
 def install_sigterm_handler(
     consumer: StaticConsumer, *, signals: Iterable[signal.Signals] = (signal.SIGTERM,)
 ) -> ShutdownSignal:
@@ -76,8 +116,9 @@ def run_until_sigterm(
     timeout_s: float | None = None,
     signals: Iterable[signal.Signals] = (signal.SIGTERM,),
 ) -> None:
-    """Start ``consumer`` and feed batches to ``handle_batch`` (committing each) until SIGTERM; then
-    finish the current batch, commit and close without leaving the group.
+    """Start ``consumer`` and feed batches to ``handle_batch`` (committing each through a
+    :class:`BatchCommitter`) until SIGTERM; then finish the current batch, commit and close without
+    leaving the group.
 
     ``timeout_s`` (default ``settings.shutdown_timeout_s``) bounds the time from the signal to the end
     of close(); a batch still running at the signal is finished first, and only close() can be cut short.
@@ -85,13 +126,14 @@ def run_until_sigterm(
     """
     bound = consumer.settings.shutdown_timeout_s if timeout_s is None else timeout_s
     handler = install_sigterm_handler(consumer, signals=signals)
+    committer = BatchCommitter(consumer)
     try:
         consumer.start()
         while not consumer.stopping:
             batch = consumer.consume(max_records, poll_timeout_s)
             if batch:
                 handle_batch(batch)
-                consumer.commit(batch)
+                committer.commit(batch)
     finally:
         remaining = handler.remaining(bound)
         if remaining < _MIN_CLOSE_S:
@@ -116,4 +158,10 @@ def exit_code_for(exc: BaseException | None) -> int:
     return EXIT_FATAL
 
 
-__all__ = ["ShutdownSignal", "exit_code_for", "install_sigterm_handler", "run_until_sigterm"]
+__all__ = [
+    "BatchCommitter",
+    "ShutdownSignal",
+    "exit_code_for",
+    "install_sigterm_handler",
+    "run_until_sigterm",
+]

@@ -554,3 +554,14 @@ def test_adapter_reads_the_broker_cause_of_a_fatal_error(text: str, cause: int |
     assert error.fatal and error.code == -150 and error.cause == cause
     transient = poll_error(confluent_kafka.KafkaError(confluent_kafka.KafkaError._TRANSPORT, "down"))
     assert not transient.fatal and transient.cause is None
+
+
+def test_a_commit_refused_with_fenced_instance_id_is_a_fatal_fence() -> None:
+    # A commit that reaches the broker after the fence raises code 82 itself, with fatal() False.
+    import confluent_kafka
+
+    from static_consumer._adapter import poll_error
+
+    error = poll_error(confluent_kafka.KafkaError(82, "Commit failed: Broker: Static consumer fenced"))
+    assert error.fatal and error.cause == 82
+    assert not poll_error(confluent_kafka.KafkaError(27, "rebalance in progress")).fatal

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 from fakes import MODERN, Assign, FakeFactory, Revoke, tp
 from opentelemetry.sdk.metrics import MeterProvider
-from opentelemetry.sdk.metrics.export import InMemoryMetricReader
+from opentelemetry.sdk.metrics.export import HistogramDataPoint, InMemoryMetricReader, NumberDataPoint
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
@@ -69,7 +69,11 @@ class Otel:
             for scope in resource.scope_metrics:
                 for metric in scope.metrics:
                     for point in metric.data.data_points:
-                        value = (point.count, point.sum) if hasattr(point, "bucket_counts") else point.value
+                        if isinstance(point, HistogramDataPoint):
+                            value: Any = (point.count, point.sum)
+                        else:
+                            assert isinstance(point, NumberDataPoint)
+                            value = point.value
                         out.setdefault(metric.name, []).append((dict(point.attributes or {}), value))
         return out
 

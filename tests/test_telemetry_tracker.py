@@ -73,7 +73,7 @@ def test_restart_that_gets_the_held_partitions_back_is_a_static_rejoin() -> None
         Assigned(**fields(10.25, 2), partitions=tps(3, 2)),
     )
     assert out == [Join("static_rejoin", 10.0, 10.25, frozenset(tps(2, 3)), 2)]
-    assert out[0].duration_s == 0.25
+    assert isinstance(out[0], Join) and out[0].duration_s == 0.25
     assert tracker.last_rebalance_at is None, "a static rejoin is not a rebalance"
 
 
@@ -132,7 +132,7 @@ def test_eager_rebalance_revokes_then_assigns_a_new_generation() -> None:
         Assigned(**fields(20.5, 3), partitions=tps(1, 2)),
     )
     assert out == [Rebalance(20.0, 20.5, frozenset(tps(2, 3)), frozenset(tps(1, 2)), 2, 3, revoked=2, lost=0)]
-    assert out[0].moved == 2  # gained 1, gave up 3
+    assert isinstance(out[0], Rebalance) and out[0].moved == 2  # gained 1, gave up 3
     assert tracker.last_rebalance_at == 20.5
     assert tracker.owned == set(tps(1, 2))
 

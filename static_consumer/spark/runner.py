@@ -143,6 +143,7 @@ class MicroBatchRunner:
             while not self._stopping() and (max_batches is None or batches < max_batches):
                 collect_started = self._clock()
                 self._collect(collect_started)
+                collect_s = self._clock() - collect_started
                 if self._stopping():
                     break  # the partial batch was never processed: leave it uncommitted
                 if not self._pending:
@@ -153,7 +154,7 @@ class MicroBatchRunner:
                 self._settle(wait=True)
                 if self._stopping():
                     break
-                records += self._launch(self._clock() - collect_started)
+                records += self._launch(collect_s)
                 batches += 1
                 idle_since = self._clock()
             self._settle(wait=True)

@@ -10,6 +10,7 @@
 - ``event_log``: path of a JSONL membership event log; ``otel``: OpenTelemetry totals as ``metrics``.
 
 Events: ready, assigned, revoked, lost, records (with [topic, partition, offset] triples), committed,
+commit_deferred (a transient commit failure: the offsets go with the next commit),
 error, fenced, closed, metrics (with ``otel``), exit. SIGTERM finishes the current batch, commits and closes.
 """
 

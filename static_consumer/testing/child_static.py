@@ -21,6 +21,7 @@ from static_consumer import (
     TopicPartition,
     exit_code_for,
 )
+from static_consumer.shutdown import BatchCommitter
 
 Emit = Callable[..., None]
 
@@ -64,6 +65,7 @@ def run_static(spec: dict[str, Any], emit: Emit, should_stop: Callable[[], bool]
 
         listeners.extend(otel_listeners(emit))
     consumer = StaticConsumer(settings, listeners=listeners, env=spec.get("env", {}))
+    committer = BatchCommitter(consumer)
     deadline = time.monotonic() + float(spec.get("max_runtime_s", 300))
     max_records = spec.get("max_records")
     seen = 0
@@ -79,8 +81,11 @@ def run_static(spec: dict[str, Any], emit: Emit, should_stop: Callable[[], bool]
             seen += len(records)
             emit("records", records=[[r.topic, r.partition, r.offset] for r in records])
             if spec.get("commit", True):
-                sent = consumer.commit(records)
-                emit("committed", offsets=sorted([tp.topic, tp.partition, o] for tp, o in sent.items()))
+                sent = committer.commit(records)  # like run_until_sigterm: rides out coordinator moves
+                if sent is None:
+                    emit("commit_deferred")
+                else:
+                    emit("committed", offsets=sorted([tp.topic, tp.partition, o] for tp, o in sent.items()))
         if spec.get("leave_on_exit"):
             consumer.leave_group()
         else:
