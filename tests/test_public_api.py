@@ -6,6 +6,7 @@ import static_consumer
 
 EXPECTED = {
     "Assigned",
+    "AuthenticationError",
     "BrokerCapabilities",
     "BrokerUnavailableError",
     "CapabilityError",
