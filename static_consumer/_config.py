@@ -51,13 +51,15 @@ def consumer_config(settings: ConsumerSettings, instance_id: str | None) -> dict
         )
     elif settings.remote_assignor is not None:
         cfg["group.remote.assignor"] = settings.remote_assignor
-    cfg.update({
-        "max.poll.interval.ms": settings.max_poll_interval_ms,
-        # The library stores and commits offsets itself, only after a message was processed.
-        "enable.auto.commit": False,
-        "enable.auto.offset.store": False,
-        "auto.offset.reset": settings.auto_offset_reset,
-    })
+    cfg.update(
+        {
+            "max.poll.interval.ms": settings.max_poll_interval_ms,
+            # The library stores and commits offsets itself, only after a message was processed.
+            "enable.auto.commit": False,
+            "enable.auto.offset.store": False,
+            "auto.offset.reset": settings.auto_offset_reset,
+        }
+    )
     cfg.update(_security(settings))
     cfg.update(settings.librdkafka)  # validated: it cannot override any key set above
     return cfg

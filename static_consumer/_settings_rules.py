@@ -21,31 +21,33 @@ REDACTED = "**********"
 # librdkafka keys this library derives from typed fields, with the field to use instead. A passthrough
 # that sets one raises rather than silently overriding: a stray partition.assignment.strategy would
 # quietly break instance-id ordering, a stray enable.auto.commit would commit unprocessed messages.
-OWNED_KEYS: Mapping[str, str] = MappingProxyType({
-    "bootstrap.servers": "bootstrap_servers",
-    "metadata.broker.list": "bootstrap_servers",
-    "group.id": "group_id",
-    "group.instance.id": "instance_id / instance_id_template",
-    "group.protocol": "protocol",
-    "partition.assignment.strategy": "assignment_strategy",
-    "group.remote.assignor": "remote_assignor",
-    "session.timeout.ms": "session_timeout_ms",
-    "heartbeat.interval.ms": "heartbeat_interval_ms",
-    "max.poll.interval.ms": "max_poll_interval_ms",
-    "enable.auto.commit": "nothing: the library commits after processing",
-    "auto.commit.enable": "nothing: the library commits after processing",
-    "enable.auto.offset.store": "nothing: the library stores offsets after processing",
-    "auto.offset.reset": "auto_offset_reset",
-    "security.protocol": "security_protocol",
-    "sasl.mechanism": "sasl_mechanism",
-    "sasl.mechanisms": "sasl_mechanism",
-    "sasl.username": "sasl_username",
-    "sasl.password": "sasl_password",
-    "ssl.ca.location": "ssl_ca_location",
-    "ssl.certificate.location": "ssl_certificate_location",
-    "ssl.key.location": "ssl_key_location",
-    "ssl.key.password": "ssl_key_password",
-})
+OWNED_KEYS: Mapping[str, str] = MappingProxyType(
+    {
+        "bootstrap.servers": "bootstrap_servers",
+        "metadata.broker.list": "bootstrap_servers",
+        "group.id": "group_id",
+        "group.instance.id": "instance_id / instance_id_template",
+        "group.protocol": "protocol",
+        "partition.assignment.strategy": "assignment_strategy",
+        "group.remote.assignor": "remote_assignor",
+        "session.timeout.ms": "session_timeout_ms",
+        "heartbeat.interval.ms": "heartbeat_interval_ms",
+        "max.poll.interval.ms": "max_poll_interval_ms",
+        "enable.auto.commit": "nothing: the library commits after processing",
+        "auto.commit.enable": "nothing: the library commits after processing",
+        "enable.auto.offset.store": "nothing: the library stores offsets after processing",
+        "auto.offset.reset": "auto_offset_reset",
+        "security.protocol": "security_protocol",
+        "sasl.mechanism": "sasl_mechanism",
+        "sasl.mechanisms": "sasl_mechanism",
+        "sasl.username": "sasl_username",
+        "sasl.password": "sasl_password",
+        "ssl.ca.location": "ssl_ca_location",
+        "ssl.certificate.location": "ssl_certificate_location",
+        "ssl.key.location": "ssl_key_location",
+        "ssl.key.password": "ssl_key_password",
+    }
+)
 
 # Under KIP-848 the broker decides these; librdkafka refuses them with group.protocol=consumer.
 CLASSIC_ONLY_KEYS = frozenset(

@@ -26,12 +26,14 @@ STATIC_JOIN_GROUP_VERSION = 5  # JoinGroup v5 added GroupInstanceId (KIP-345, Ka
 BATCH_LEAVE_GROUP_VERSION = 3  # LeaveGroup v3 removes members by instance id
 
 # BrokerCapabilities field -> broker config key, as read by the probe and stored in fixtures.
-GROUP_CONFIGS: Mapping[str, str] = MappingProxyType({
-    "group_min_session_timeout_ms": "group.min.session.timeout.ms",
-    "group_max_session_timeout_ms": "group.max.session.timeout.ms",
-    "group_initial_rebalance_delay_ms": "group.initial.rebalance.delay.ms",
-    "consumer_session_timeout_ms": "group.consumer.session.timeout.ms",
-})
+GROUP_CONFIGS: Mapping[str, str] = MappingProxyType(
+    {
+        "group_min_session_timeout_ms": "group.min.session.timeout.ms",
+        "group_max_session_timeout_ms": "group.max.session.timeout.ms",
+        "group_initial_rebalance_delay_ms": "group.initial.rebalance.delay.ms",
+        "consumer_session_timeout_ms": "group.consumer.session.timeout.ms",
+    }
+)
 
 
 @dataclass(frozen=True)

@@ -69,7 +69,9 @@ def test_security_and_passthrough_are_mapped() -> None:
     cfg = consumer_config(s, "orders-0")
     assert cfg["security.protocol"] == "SASL_SSL"
     assert (cfg["sasl.mechanisms"], cfg["sasl.username"], cfg["sasl.password"]) == (
-        "SCRAM-SHA-512", "svc-orders", "pw-value"
+        "SCRAM-SHA-512",
+        "svc-orders",
+        "pw-value",
     )
     assert cfg["ssl.ca.location"] == "/etc/kafka/ca.pem"
     assert cfg["fetch.min.bytes"] == 1024
@@ -85,14 +87,19 @@ def test_mutual_tls_is_mapped() -> None:
     )
     cfg = consumer_config(s, None)
     assert (cfg["ssl.certificate.location"], cfg["ssl.key.location"], cfg["ssl.key.password"]) == (
-        "/c.pem", "/k.pem", "kp"
+        "/c.pem",
+        "/k.pem",
+        "kp",
     )
 
 
 def test_admin_config_has_connection_settings_only() -> None:
     without_ca = SASL | {"ssl_ca_location": None}  # librdkafka would load the CA file right away
-    passthrough = {"fetch.min.bytes": 1024, "ssl.endpoint.identification.algorithm": "none",
-                   "socket.keepalive.enable": True}
+    passthrough = {
+        "fetch.min.bytes": 1024,
+        "ssl.endpoint.identification.algorithm": "none",
+        "socket.keepalive.enable": True,
+    }
     s = make(**without_ca, librdkafka=passthrough)
     cfg = admin_config(s)
     assert cfg["bootstrap.servers"] == UNREACHABLE and cfg["sasl.password"] == "pw-value"
@@ -110,7 +117,9 @@ def test_kafka_python_config_is_accepted_by_kafka_python() -> None:
     assert cfg["bootstrap_servers"] == [UNREACHABLE]
     assert cfg["request_timeout_ms"] == cfg["bootstrap_timeout_ms"] == 2500
     assert (cfg["sasl_mechanism"], cfg["sasl_plain_username"], cfg["sasl_plain_password"]) == (
-        "SCRAM-SHA-512", "svc-orders", "pw-value"
+        "SCRAM-SHA-512",
+        "svc-orders",
+        "pw-value",
     )
     assert cfg["ssl_cafile"] == "/etc/kafka/ca.pem"
 
@@ -122,10 +131,21 @@ def test_kafka_python_follows_disabled_hostname_verification() -> None:
 
 
 def test_redacted_masks_secret_values_and_keeps_the_rest() -> None:
-    cfg = {"sasl.password": "p", "ssl_password": "k", "sasl.oauthbearer.client.secret": "s",
-           "ssl.key.location": "/k.pem", "ssl_keyfile": "/k.pem", "group.id": "orders"}
+    cfg = {
+        "sasl.password": "p",
+        "ssl_password": "k",
+        "sasl.oauthbearer.client.secret": "s",
+        "ssl.key.location": "/k.pem",
+        "ssl_keyfile": "/k.pem",
+        "group.id": "orders",
+    }
     out = redacted(cfg)
-    assert out == {"sasl.password": "**********", "ssl_password": "**********",
-                   "sasl.oauthbearer.client.secret": "**********",
-                   "ssl.key.location": "/k.pem", "ssl_keyfile": "/k.pem", "group.id": "orders"}
+    assert out == {
+        "sasl.password": "**********",
+        "ssl_password": "**********",
+        "sasl.oauthbearer.client.secret": "**********",
+        "ssl.key.location": "/k.pem",
+        "ssl_keyfile": "/k.pem",
+        "group.id": "orders",
+    }
     assert cfg["sasl.password"] == "p"  # the input is not modified

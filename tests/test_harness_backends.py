@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from static_consumer.testing import HarnessError, select_backend
+from static_consumer.testing.jvm import new_cluster_id
 
 
 def _never() -> bool:
@@ -28,3 +29,12 @@ def test_forced_backend_is_validated() -> None:
         select_backend({"STATIC_CONSUMER_BROKER": "podman"}, _never)
     with pytest.raises(HarnessError, match="needs KAFKA_BOOTSTRAP_SERVERS"):
         select_backend({"STATIC_CONSUMER_BROKER": "external"}, _never)
+
+
+def test_kraft_cluster_ids_never_start_with_a_dash() -> None:
+    # kafka-storage's argument parser reads "-t -abc..." as a missing value; roughly 1 in 64
+    # random ids started with '-' and failed formatting on CI.
+    ids = [new_cluster_id() for _ in range(5000)]
+    assert all(not i.startswith("-") for i in ids)
+    assert all(len(i) == 22 for i in ids)
+    assert len(set(ids)) == len(ids)

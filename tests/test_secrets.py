@@ -107,9 +107,14 @@ def test_redacted_client_configs_hide_secrets_the_raw_ones_need() -> None:
 
 
 def test_probe_errors_never_show_the_password() -> None:
-    s = ConsumerSettings(**{k: v for k, v in FULL.items() if not k.startswith(("ssl_", "librdkafka"))}
-                         | {"security_protocol": "SASL_PLAINTEXT", "bootstrap_servers": "127.0.0.1:1",
-                            "connect_timeout_s": 0.3})
+    s = ConsumerSettings(
+        **{k: v for k, v in FULL.items() if not k.startswith(("ssl_", "librdkafka"))}
+        | {
+            "security_protocol": "SASL_PLAINTEXT",
+            "bootstrap_servers": "127.0.0.1:1",
+            "connect_timeout_s": 0.3,
+        }
+    )
     with pytest.raises(BrokerUnavailableError) as info:
         probe(s)
     assert_clean(str(info.value))

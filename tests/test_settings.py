@@ -133,8 +133,15 @@ def test_max_poll_interval_must_cover_session_timeout() -> None:
     assert "raise max_poll_interval_ms or lower session_timeout_ms" in message
 
 
-POSITIVE = ["session_timeout_ms", "heartbeat_interval_ms", "max_poll_interval_ms", "expected_restart_ms",
-            "replicas", "connect_timeout_s", "shutdown_timeout_s"]
+POSITIVE = [
+    "session_timeout_ms",
+    "heartbeat_interval_ms",
+    "max_poll_interval_ms",
+    "expected_restart_ms",
+    "replicas",
+    "connect_timeout_s",
+    "shutdown_timeout_s",
+]
 
 
 @pytest.mark.parametrize("field", POSITIVE)
@@ -228,7 +235,10 @@ def test_committed_configuration_doc_matches_the_generator() -> None:
 def test_docgen_module_prints_the_page() -> None:
     result = subprocess.run(
         [sys.executable, "-m", "static_consumer._docgen"],
-        capture_output=True, text=True, cwd=ROOT, timeout=60,
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=60,
     )
     assert result.returncode == 0 and result.stdout == render()
     assert "`STATIC_CONSUMER_SESSION_TIMEOUT_MS` | int | `45000` |" in result.stdout

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
@@ -78,3 +79,14 @@ def test_arrow_handoff_is_create_dataframe() -> None:
     df, cleanup = maker(table)
     cleanup()
     assert df is table and session.created == [table] and session.read.paths == []
+
+
+def test_batch_directories_of_dead_processes_are_removed(tmp_path: Path) -> None:
+    gone = tmp_path / "static-consumer-batches-999999999-abc"  # no such process
+    mine = tmp_path / f"static-consumer-batches-{os.getpid()}-def"
+    other = tmp_path / "unrelated"
+    for path in (gone, mine, other):
+        path.mkdir()
+    maker = FrameMaker(LocalSession(), "parquet", directory=str(tmp_path))
+    assert not gone.exists() and mine.exists() and other.exists()
+    maker.close()

@@ -150,10 +150,12 @@ def run_mode(
         cfg.partitions,
         spec_factory=_spec_factory(mode, bootstrap, group_id, topic, cfg),
     )
+
     def generations(group: str) -> list[int]:
         # Only the JVM harness can read the broker's log; elsewhere rebalances are reported as n/a.
         read: Callable[[str], list[int]] | None = getattr(cluster, "group_generations", None)
         return read(group) if read is not None else []
+
     began = time.monotonic()
     with ContinuousProducer(bootstrap, topic, cfg.rate_per_s) as producer:
         for name in names:

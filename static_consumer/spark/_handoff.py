@@ -7,7 +7,9 @@
   vectorized Parquet reader under the same schema. Only for local sessions, where the driver's disk is
   the executors' disk; measured here about 1.7x faster than ``arrow`` on batches of 100,000 records and
   without the driver-memory cost. The file is deleted once ``fn`` returned, so the DataFrame is only
-  valid inside ``fn`` (cache or write what you need before returning, as with ``foreachBatch``).
+  valid inside ``fn`` (cache or write what you need before returning, as with ``foreachBatch``). A
+  process killed before it could clean up leaves at most one batch file behind; the next runner on
+  the machine removes directories of processes that no longer run.
 
 ``auto`` picks ``parquet`` for a classic session whose master is ``local...``, else ``arrow``.
 """
@@ -66,6 +68,28 @@ def choose(handoff: Handoff, spark: Any) -> Literal["arrow", "parquet"]:
     return "parquet" if master.startswith("local") else "arrow"
 
 
+_PREFIX = "static-consumer-batches-"
+
+
+def sweep_dead(parent: Path) -> None:
+    """Remove batch directories left by processes that no longer run (e.g. after ``kill -9``)."""
+    for path in parent.glob(f"{_PREFIX}*-*"):
+        pid = path.name.removeprefix(_PREFIX).split("-", 1)[0]
+        if not pid.isdigit() or _alive(int(pid)):
+            continue
+        shutil.rmtree(path, ignore_errors=True)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True  # someone else's process
+    return True
+
+
 def _nothing() -> None:
     """Cleanup of an in-memory handoff."""
 
@@ -78,7 +102,9 @@ class FrameMaker:
         self.handoff = choose(handoff, spark)
         self._dir: Path | None = None
         if self.handoff == "parquet":
-            self._dir = Path(tempfile.mkdtemp(prefix="static-consumer-batches-", dir=directory))
+            parent = Path(directory or tempfile.gettempdir())
+            sweep_dead(parent)
+            self._dir = Path(tempfile.mkdtemp(prefix=f"{_PREFIX}{os.getpid()}-", dir=parent))
         self._ids = itertools.count()
 
     def __call__(self, table: pa.Table) -> tuple[DataFrame, Cleanup]:
@@ -94,4 +120,4 @@ class FrameMaker:
             shutil.rmtree(self._dir, ignore_errors=True)
 
 
-__all__ = ["FrameMaker", "Handoff", "SessionLike", "choose", "spark_schema"]
+__all__ = ["FrameMaker", "Handoff", "SessionLike", "choose", "spark_schema", "sweep_dead"]

@@ -86,6 +86,19 @@ class JvmNode:
         return self.process is not None and self.process.poll() is None
 
 
+def new_cluster_id() -> str:
+    """A random KRaft cluster id, like Kafka's ``Uuid.randomUuid()``.
+
+    URL-safe base64 of 16 random bytes; ids starting with ``-`` are redrawn, as Kafka
+    does, because ``kafka-storage format -t -abc`` reads the id as an option.
+    """
+    for _ in range(1000):
+        candidate = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+        if not candidate.startswith("-"):
+            return candidate
+    raise HarnessError("could not draw a KRaft cluster id that does not start with '-'")
+
+
 class JvmKafkaCluster:
     """``nodes`` combined KRaft nodes on 127.0.0.1. Use as a context manager or call start()/stop().
 
@@ -155,7 +168,7 @@ class JvmKafkaCluster:
     def start(self) -> JvmKafkaCluster:
         self.classpath = resolve_classpath()
         begun = time.monotonic()
-        cluster_id = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+        cluster_id = new_cluster_id()
         log4j = self.workdir / "log4j2.yaml"
         self.workdir.mkdir(parents=True, exist_ok=True)
         log4j.write_text(resources.files("static_consumer.testing").joinpath("log4j2.yaml").read_text())
