@@ -161,9 +161,7 @@ def main() -> None:
                 rows, seconds = native_read(spark, bootstrap, topic)
                 assert rows == args.records, f"native read {rows} rows, expected {args.records}"
                 natives.append(seconds)
-                rows, seconds, collect_s = bridge_read(
-                    spark, bootstrap, topic, args.records, args.batch_records
-                )
+                rows, seconds, collect_s = bridge_read(spark, bootstrap, topic, args.batch_records)
                 assert rows == args.records, f"bridge read {rows} rows, expected {args.records}"
                 bridges.append(seconds)
                 print(
