@@ -222,6 +222,9 @@ class StaticConsumer:
         if len(records) < max_records:
             items = adapter.consume(max_records - len(records), 0.0 if records else timeout)
             self._handle_out_of_band(adapter)
+            if PollError not in map(type, items):  # the common case, checked without a Python loop
+                records.extend(items)  # type: ignore[arg-type]  # all Records, checked just above
+                items = []
             for item in items:
                 if isinstance(item, Record):
                     records.append(item)

@@ -1,0 +1,69 @@
+"""The adapter's batch conversion of confluent-kafka messages equals its per-message conversion."""
+
+from __future__ import annotations
+
+import confluent_kafka
+import pytest
+
+from static_consumer._adapter import PollError, _message, _messages
+from static_consumer.types import Record
+
+
+def _msg(offset: int, **kw: object) -> confluent_kafka.Message:
+    fields: dict[str, object] = {
+        "topic": "orders",
+        "partition": offset % 3,
+        "offset": offset,
+        "key": f"k{offset}".encode(),
+        "value": b"v" * (offset % 7),
+        "timestamp": (confluent_kafka.TIMESTAMP_CREATE_TIME, 1_700_000_000_000 + offset),
+        "headers": None,
+    }
+    fields.update(kw)
+    return confluent_kafka.Message(**fields)
+
+
+PLAIN = [_msg(i) for i in range(50)]
+
+
+@pytest.mark.parametrize(
+    "batch",
+    [
+        pytest.param(PLAIN, id="plain"),
+        pytest.param([], id="empty"),
+        pytest.param([*PLAIN[:5], _msg(5, key=None, value=None), *PLAIN[6:9]], id="null-key-value"),
+        pytest.param([*PLAIN[:3], _msg(3, headers=[("h", b"1"), ("n", None)])], id="headers"),
+        pytest.param([_msg(i, headers=[("trace", b"%d" % i)]) for i in range(5)], id="all-headers"),
+        pytest.param(
+            [*PLAIN[:3], _msg(3, timestamp=(confluent_kafka.TIMESTAMP_NOT_AVAILABLE, 0))], id="no-timestamp"
+        ),
+        pytest.param(
+            [_msg(0, timestamp=(confluent_kafka.TIMESTAMP_LOG_APPEND_TIME, 5)), *PLAIN[1:4]], id="log-append"
+        ),
+        pytest.param(
+            [
+                *PLAIN[:2],
+                confluent_kafka.Message(
+                    topic="orders",
+                    partition=0,
+                    offset=9,
+                    error=confluent_kafka.KafkaError(confluent_kafka.KafkaError._PARTITION_EOF),
+                ),
+                *PLAIN[2:4],
+            ],
+            id="error-in-the-middle",
+        ),
+    ],
+)
+def test_batch_conversion_matches_per_message_conversion(batch: list[confluent_kafka.Message]) -> None:
+    converted = _messages(batch)
+    assert converted == [_message(m) for m in batch]
+    assert [type(item) for item in converted] == [
+        PollError if m.error() is not None else Record for m in batch
+    ]
+
+
+def test_batch_records_carry_every_field() -> None:
+    [record] = _messages([_msg(4)])
+    assert record == Record("orders", 1, 4, b"k4", b"vvvv", 1_700_000_000_004, 1, ())
+    assert record.topic_partition == ("orders", 1)
