@@ -43,7 +43,7 @@ from static_consumer.events import (
 from static_consumer.identity import Identity, resolve_identity, validate_instance_id
 from static_consumer.settings import ConsumerSettings
 from static_consumer.shutdown import exit_code_for, install_sigterm_handler, run_until_sigterm
-from static_consumer.types import Record, TopicPartition
+from static_consumer.types import Record, RecordBatch, TopicPartition
 
 __version__ = "0.1.0"
 
@@ -76,6 +76,7 @@ __all__ = [
     "MembershipEvent",
     "MembershipListener",
     "Record",
+    "RecordBatch",
     "RetriableError",
     "Revoked",
     "SessionTimeoutOutOfBoundsError",

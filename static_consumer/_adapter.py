@@ -23,18 +23,17 @@ Facts this module relies on (librdkafka 2.16 against Kafka 4.3, checked on a rea
 from __future__ import annotations
 
 import functools
-import itertools
 import logging
 import operator
 import struct
 import threading
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any, Protocol, cast
 
 import confluent_kafka
 
-from static_consumer.types import Record, TopicPartition
+from static_consumer.types import Record, RecordBatch, TopicPartition
 
 RebalanceCallback = Callable[[list[TopicPartition]], None]
 ConfigValue = str | int | float | bool
@@ -108,6 +107,10 @@ class ConsumerAdapter(Protocol):
     def poll(self, timeout: float) -> Record | PollError | None: ...
 
     def consume(self, max_records: int, timeout: float) -> list[Record | PollError]: ...
+
+    def consume_batch(self, max_records: int, timeout: float) -> RecordBatch | list[Record | PollError]:
+        """Like :meth:`consume`, as a :class:`RecordBatch` when every message is a plain record."""
+        ...
 
     def commit(self, offsets: Mapping[TopicPartition, int] | None, *, asynchronous: bool = False) -> None: ...
 
@@ -191,49 +194,48 @@ def _message(msg: confluent_kafka.Message) -> Record | PollError:
 
 
 _Message = confluent_kafka.Message
-_new_record = functools.partial(tuple.__new__, Record)
 _first, _second = operator.itemgetter(0), operator.itemgetter(1)
 _is_not_none = functools.partial(operator.is_not, None)
 
 
-def _messages(msgs: list[confluent_kafka.Message]) -> list[Record | PollError]:
-    """:func:`_message` for a whole batch, column by column.
+def _columns(msgs: list[confluent_kafka.Message]) -> RecordBatch | None:
+    """A batch of messages as a :class:`RecordBatch`, or None when it holds an error event, a message
+    without a timestamp or a non-bytes payload (rare: those take :func:`_message` one by one).
 
-    The consume loop's hot path: each column is one ``map`` over the messages' accessor methods, and
-    records are built by ``tuple.__new__`` from ``zip``, so no Python frame runs per message. Batches
-    with errors, missing timestamps or non-bytes payloads (rare) take the per-message path.
+    The consume loop's hot path: each column is one ``map`` over the messages' accessor methods, so
+    no Python frame runs per message.
     """
-    n = len(msgs)
     # Identity tests only: KafkaError's == raises when compared with None.
-    if n == 0 or any(map(_is_not_none, map(_Message.error, msgs))):
-        return [_message(m) for m in msgs]
-    raw_headers = list(map(_Message.headers, msgs))
-    headers: Iterable[tuple[tuple[str, bytes | None], ...]] = (
-        [() if h is None else _headers(h) for h in raw_headers]
-        if any(map(_is_not_none, raw_headers))
-        else itertools.repeat((), n)
-    )
+    if not msgs or any(map(_is_not_none, map(_Message.error, msgs))):
+        return None
     stamps = list(map(_Message.timestamp, msgs))
     types = list(map(_first, stamps))
     keys, values = list(map(_Message.key, msgs)), list(map(_Message.value, msgs))
     if _NO_TIMESTAMP in types or str in map(type, keys) or str in map(type, values):
-        return [_record(m) for m in msgs]
-    return list(
-        map(
-            _new_record,
-            zip(
-                map(_Message.topic, msgs),
-                map(_Message.partition, msgs),
-                map(_Message.offset, msgs),
-                keys,
-                values,
-                map(_second, stamps),
-                types,
-                headers,
-                strict=True,
-            ),
-        )
+        return None
+    raw_headers = list(map(_Message.headers, msgs))
+    # Messages without an error always have a topic, partition and offset.
+    return RecordBatch(
+        cast("list[str]", list(map(_Message.topic, msgs))),
+        cast("list[int]", list(map(_Message.partition, msgs))),
+        cast("list[int]", list(map(_Message.offset, msgs))),
+        keys,
+        values,
+        list(map(_second, stamps)),
+        types,
+        [() if h is None else _headers(h) for h in raw_headers]
+        if any(map(_is_not_none, raw_headers))
+        else None,
     )
+
+
+def _messages(msgs: list[confluent_kafka.Message]) -> list[Record | PollError]:
+    """:func:`_message` for a whole batch, through :func:`_columns` when it applies."""
+    batch = _columns(msgs)
+    if batch is None:
+        return [_message(m) for m in msgs]
+    records: list[Record | PollError] = list(batch.records())
+    return records
 
 
 def _ours(parts: Sequence[confluent_kafka.TopicPartition]) -> list[TopicPartition]:
@@ -341,6 +343,11 @@ class ConfluentAdapter:
 
     def consume(self, max_records: int, timeout: float) -> list[Record | PollError]:
         return _messages(self._consumer.consume(max_records, timeout))
+
+    def consume_batch(self, max_records: int, timeout: float) -> RecordBatch | list[Record | PollError]:
+        msgs = self._consumer.consume(max_records, timeout)
+        batch = _columns(msgs)
+        return [_message(m) for m in msgs] if batch is None else batch
 
     def commit(self, offsets: Mapping[TopicPartition, int] | None, *, asynchronous: bool = False) -> None:
         parts = None

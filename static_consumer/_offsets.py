@@ -59,9 +59,13 @@ class OffsetTracker:
         # linear on the usual already-ordered batch), a dict keeps the last, i.e. highest, per key.
         batch = records if isinstance(records, list | tuple) else list(records)
         pairs = sorted(zip(map(_POSITION, batch), map(_OFFSET, batch), strict=True), key=_OFFSET_OF_PAIR)
-        latest: dict[tuple[str, int], int] = dict(pairs)
+        return self.mark_highest(dict(pairs))
+
+    def mark_highest(self, highest: Mapping[tuple[str, int], int]) -> list[TopicPartition]:
+        """mark() for the highest processed offset per (topic, partition); returns the partitions
+        ignored because they are not owned."""
         ignored = []
-        for (topic, partition), offset in latest.items():
+        for (topic, partition), offset in highest.items():
             tp = TopicPartition(topic, partition)
             if tp not in self._owned:
                 ignored.append(tp)

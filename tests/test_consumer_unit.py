@@ -50,6 +50,7 @@ from static_consumer.events import (
     Revoked,
 )
 from static_consumer.settings import ConsumerSettings
+from static_consumer.types import RecordBatch
 
 POD_ENV = {"POD_NAME": "orders-2"}
 
@@ -565,3 +566,42 @@ def test_a_commit_refused_with_fenced_instance_id_is_a_fatal_fence() -> None:
     error = poll_error(confluent_kafka.KafkaError(82, "Commit failed: Broker: Static consumer fenced"))
     assert error.fatal and error.cause == 82
     assert not poll_error(confluent_kafka.KafkaError(27, "rebalance in progress")).fatal
+
+
+# -- record batches -------------------------------------------------------------------------------------
+
+
+def test_consume_batch_hands_out_columns_and_commit_of_the_batch_commits_the_next_offsets() -> None:
+    c, factory, _ = consumer([Assign((tp(0), tp(1))), rec(0, 5), rec(1, 7), rec(0, 6), None, rec(1, 8)])
+    with c:
+        batch = c.consume_batch(10, 0.1)
+        assert isinstance(batch, RecordBatch)
+        assert batch.records() == [rec(0, 5), rec(1, 7), rec(0, 6)]
+        assert c.commit(batch) == {tp(0): 7, tp(1): 8}
+        assert c.consume_batch(10, 0.1).records() == [rec(1, 8)]
+    assert factory.last.commits[0] == {tp(0): 7, tp(1): 8}
+
+
+def test_consume_batch_raises_fencing_and_commits_nothing() -> None:
+    c, factory, _ = consumer([Assign((tp(0),)), rec(0, 1), rec(0, 2), FENCED])
+    with c:
+        with pytest.raises(FencedInstanceError):
+            c.consume_batch(10, 0.1)
+        with pytest.raises(FencedInstanceError):
+            c.commit()
+    assert factory.last.commits == []
+
+
+def test_consume_batch_gives_the_records_back_after_a_listener_error() -> None:
+    class Boom(MembershipListener):
+        def on_assigned(self, event: Assigned) -> None:
+            raise RuntimeError("listener failed")
+
+    factory = FakeFactory([Assign((tp(0),)), rec(0, 3), rec(0, 4)])
+    c = StaticConsumer(
+        make_settings(), listeners=[Boom()], env=POD_ENV, adapter_factory=factory, probe=lambda s: MODERN
+    )
+    with c:
+        with pytest.raises(RuntimeError, match="listener failed"):
+            c.consume_batch(10, 0.1)
+        assert c.consume_batch(10, 0.1).records() == [rec(0, 3), rec(0, 4)]

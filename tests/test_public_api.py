@@ -33,6 +33,7 @@ EXPECTED = {
     "MembershipEvent",
     "MembershipListener",
     "Record",
+    "RecordBatch",
     "RetriableError",
     "Revoked",
     "SessionTimeoutOutOfBoundsError",

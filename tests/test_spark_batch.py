@@ -6,7 +6,7 @@ import pytest
 
 from static_consumer.spark import BatchLimits, OffsetRange
 from static_consumer.spark._batch import BatchSizer, PendingBatch, commit_offsets
-from static_consumer.types import Record, TopicPartition
+from static_consumer.types import Record, RecordBatch, TopicPartition
 
 P0, P1 = TopicPartition("t", 0), TopicPartition("t", 1)
 
@@ -96,3 +96,16 @@ def test_invalid_limits_are_refused(kwargs: dict[str, float]) -> None:
 def test_small_batches_need_no_min_records() -> None:
     assert BatchLimits(max_records=500).shrink_floor == 500
     assert BatchLimits().shrink_floor == 1_000
+
+
+def test_chunks_from_several_calls_are_one_batch_for_offsets_drops_and_size() -> None:
+    batch = PendingBatch()
+    batch.add(RecordBatch.from_records([rec(0, 3, b"aa"), rec(1, 8)]))
+    batch.add(RecordBatch.from_records([rec(0, 4), rec(1, 9, b"bbb"), rec(0, 5)]))
+    assert len(batch) == 5 and batch.bytes == 2 + 1 + 1 + 3 + 1
+    assert batch.offsets() == {P0: OffsetRange(3, 5), P1: OffsetRange(8, 9)}
+    assert batch.drop([P1]) == 2
+    assert [(r.partition, r.offset) for r in batch.records] == [(0, 3), (0, 4), (0, 5)]
+    assert (len(batch), batch.bytes) == (3, 4)
+    assert batch.drop([P0]) == 3
+    assert (len(batch), batch.bytes, batch.chunks) == (0, 0, [])

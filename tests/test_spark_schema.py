@@ -19,8 +19,8 @@ from pyspark.sql.types import (
 )
 
 from static_consumer.spark import KAFKA_SCHEMA, records_to_table
-from static_consumer.spark._schema import record_bytes, spark_timestamp_type
-from static_consumer.types import Record
+from static_consumer.spark._schema import batches_to_table, record_bytes, spark_timestamp_type
+from static_consumer.types import Record, RecordBatch
 
 # The schema of spark.read.format("kafka").option("includeHeaders", "true"), as printed by Spark 4.
 SPARK_KAFKA_SOURCE = StructType(
@@ -92,3 +92,14 @@ def test_record_bytes_counts_key_value_and_headers() -> None:
     assert (
         record_bytes(Record("t", 0, 0, b"ab", b"cde", None, 0, (("h", b"xy"), ("n", None)))) == 2 + 3 + 3 + 1
     )
+
+
+def test_a_table_of_several_batches_equals_the_table_of_all_their_records() -> None:
+    first = [Record("t", 0, i, b"k", b"v%d" % i, 1_700_000_000_000 + i, 1) for i in range(3)]
+    second = [
+        Record("t", 1, 7, None, b"w", 1_700_000_000_100, 2, (("trace", b"x"),)),
+        Record("t", 1, 8, b"k", None, 1_700_000_000_101, 1),
+    ]
+    table = batches_to_table([RecordBatch.from_records(first), RecordBatch.from_records(second)])
+    assert table.equals(records_to_table(first + second))
+    assert table.column("headers").to_pylist() == [None, None, None, [{"key": "trace", "value": b"x"}], None]

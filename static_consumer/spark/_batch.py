@@ -7,8 +7,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
-from static_consumer.spark._schema import record_bytes
-from static_consumer.types import Record, TopicPartition
+from static_consumer.types import Record, RecordBatch, TopicPartition
 
 
 @dataclass(frozen=True)
@@ -66,65 +65,64 @@ class OffsetRange:
 
 @dataclass
 class PendingBatch:
-    """Records collected for the next batch. Records of revoked or lost partitions are dropped before
-    the batch is handed out, so a batch never holds records of partitions this member gave up."""
+    """Records collected for the next batch, as the client's :class:`RecordBatch` chunks (no object per
+    record). Records of revoked or lost partitions are dropped before the batch is handed out, so a
+    batch never holds records of partitions this member gave up."""
 
-    records: list[Record] = field(default_factory=list)
+    chunks: list[RecordBatch] = field(default_factory=list)
+    count: int = 0
     bytes: int = 0
 
     def __len__(self) -> int:
-        return len(self.records)
+        return self.count
 
-    def add(self, records: Sequence[Record], owned: frozenset[TopicPartition] | None = None) -> int:
+    @property
+    def records(self) -> list[Record]:
+        """The records, built on demand (for inspection; the runner hands the chunks on as columns)."""
+        return [record for chunk in self.chunks for record in chunk.records()]
+
+    def add(
+        self, records: RecordBatch | Sequence[Record], owned: frozenset[TopicPartition] | None = None
+    ) -> int:
         """Append records (only those of ``owned`` partitions, when given); returns how many were added."""
-        if not records:
-            return 0
-        if owned is not None:
-            # Hot path: compare (topic, partition) tuples once per partition, not a TopicPartition per record.
+        chunk = records if isinstance(records, RecordBatch) else RecordBatch.from_records(records)
+        if owned is not None and len(chunk):
             keys = {(tp.topic, tp.partition) for tp in owned}
-            if not {(r.topic, r.partition) for r in records} <= keys:
-                records = [r for r in records if (r.topic, r.partition) in keys]
-        self.records.extend(records)
-        self.bytes += _payload(records)
-        return len(records)
+            if not chunk.positions() <= keys:
+                chunk = chunk.select(keys)
+        if not len(chunk):
+            return 0
+        self.chunks.append(chunk)
+        self.count += len(chunk)
+        self.bytes += chunk.payload_bytes()
+        return len(chunk)
 
     def drop(self, partitions: Iterable[TopicPartition]) -> int:
         """Forget the records of ``partitions``; returns how many were dropped. Their offsets were not
         committed, so whoever owns the partitions next reads them again."""
         gone = {(tp.topic, tp.partition) for tp in partitions}
-        if not gone or not self.records:
+        if not gone or not self.chunks:
             return 0
-        kept = [r for r in self.records if (r.topic, r.partition) not in gone]
-        dropped = len(self.records) - len(kept)
+        kept = [chunk.select(chunk.positions() - gone) for chunk in self.chunks]
+        kept = [chunk for chunk in kept if len(chunk)]
+        dropped = self.count - sum(map(len, kept))
         if dropped:
-            self.records = kept
-            self.bytes = _payload(kept)
+            self.chunks = kept
+            self.count -= dropped
+            self.bytes = sum(chunk.payload_bytes() for chunk in kept)
         return dropped
 
     def full(self, max_records: int, max_bytes: int) -> bool:
-        return len(self.records) >= max_records or self.bytes >= max_bytes
+        return self.count >= max_records or self.bytes >= max_bytes
 
     def offsets(self) -> dict[TopicPartition, OffsetRange]:
-        """Offset range per partition, in partition order.
-
-        The client delivers each partition's records in offset order, and a revoked partition's
-        records leave the batch before the partition can be fetched again, so a partition's first and
-        last record bound its range (two dict comprehensions: this runs on every record of a batch).
-        """
-        first = {(r.topic, r.partition): r.offset for r in reversed(self.records)}
-        last = {(r.topic, r.partition): r.offset for r in self.records}
-        return {
-            TopicPartition(*key): OffsetRange(min(first[key], offset), max(first[key], offset))
-            for key, offset in sorted(last.items())
-        }
-
-
-def _payload(records: Sequence[Record]) -> int:
-    """Payload bytes of ``records``; headers are walked only for the records that have any."""
-    size = sum([len(r.key or b"") + len(r.value or b"") for r in records])
-    return size + sum(
-        [record_bytes(r) - len(r.key or b"") - len(r.value or b"") for r in records if r.headers]
-    )
+        """First and last offset per partition, in partition order."""
+        bounds: dict[tuple[str, int], tuple[int, int]] = {}
+        for chunk in self.chunks:
+            for key, (low, high) in chunk.offset_bounds().items():
+                seen = bounds.get(key)
+                bounds[key] = (low, high) if seen is None else (min(seen[0], low), max(seen[1], high))
+        return {TopicPartition(*key): OffsetRange(*bounds[key]) for key in sorted(bounds)}
 
 
 def commit_offsets(

@@ -9,12 +9,15 @@ source runs unchanged on the bridge.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from itertools import chain
+from operator import attrgetter
+from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from static_consumer.types import Record
+from static_consumer.types import Record, RecordBatch
 
 HEADER_TYPE = pa.struct([("key", pa.string()), ("value", pa.binary())])
 
@@ -39,7 +42,8 @@ KAFKA_SCHEMA = pa.schema(
 _SPARK_TIMESTAMP_TYPE_OFFSET = -1
 
 
-# records_to_table() reads Record fields by position; fail at import, not with wrong columns, if they move.
+# RecordBatch.from_records() and the columns read Record fields by position; fail at import, not with
+# wrong columns, if they move.
 _FIELDS = ("topic", "partition", "offset", "key", "value", "timestamp_ms", "timestamp_type", "headers")
 if tuple(Record._fields) != _FIELDS:
     raise ImportError(f"static_consumer.spark expects Record fields {_FIELDS}, found {Record._fields}")
@@ -58,35 +62,55 @@ def record_bytes(record: Record) -> int:
     return size
 
 
-def records_to_table(records: Sequence[Record]) -> pa.Table:
+def records_to_table(records: Sequence[Record] | RecordBatch) -> pa.Table:
     """A table with :data:`KAFKA_SCHEMA`, one row per record, in the given order.
 
     ``headers`` is null for a record without headers, as in Spark's Kafka source.
     """
-    if not records:
-        return KAFKA_SCHEMA.empty_table()
-    # Records are NamedTuples: zip(*) transposes them into one tuple per field in a single C pass.
-    topic, partition, offset, key, value, timestamp_ms, timestamp_type, headers = zip(*records, strict=True)
-    n = len(records)
+    batch = records if isinstance(records, RecordBatch) else RecordBatch.from_records(records)
+    return batches_to_table([batch])
+
+
+def batches_to_table(batches: Sequence[RecordBatch]) -> pa.Table:
+    """:func:`records_to_table` for the records of several batches, in order: each column is built
+    from the batches' lists, never from a Python object per record."""
+
+    def column(field: Callable[[RecordBatch], list[Any]]) -> list[Any]:
+        return field(batches[0]) if len(batches) == 1 else list(chain.from_iterable(map(field, batches)))
+
+    n = sum(map(len, batches))
+    if any(b.headers is not None for b in batches):
+        nested = [b.headers if b.headers is not None else [()] * len(b) for b in batches]
+        headers = pa.array([h or None for h in chain.from_iterable(nested)], pa.list_(HEADER_TYPE))
+    else:
+        headers = pa.nulls(n, pa.list_(HEADER_TYPE))
     columns = [
-        pa.array(key, pa.binary()),
-        pa.array(value, pa.binary()),
-        pa.array(topic, pa.string()),
-        pa.array(partition, pa.int32()),
-        pa.array(offset, pa.int64()),
-        pa.array(timestamp_ms, pa.int64()).cast(pa.timestamp("ms", tz="UTC")).cast(TIMESTAMP_TYPE),
-        pc.add(pa.array(timestamp_type, pa.int32()), _SPARK_TIMESTAMP_TYPE_OFFSET),
-        pa.nulls(n, pa.list_(HEADER_TYPE))
-        if headers.count(()) == n
-        else pa.array([h or None for h in headers], pa.list_(HEADER_TYPE)),
+        pa.array(column(_KEYS), pa.binary()),
+        pa.array(column(_VALUES), pa.binary()),
+        pa.array(column(_TOPICS), pa.string()),
+        pa.array(column(_PARTITIONS), pa.int32()),
+        pa.array(column(_OFFSETS), pa.int64()),
+        pa.array(column(_STAMPS), pa.int64()).cast(pa.timestamp("ms", tz="UTC")).cast(TIMESTAMP_TYPE),
+        pc.add(pa.array(column(_STAMP_TYPES), pa.int32()), _SPARK_TIMESTAMP_TYPE_OFFSET),
+        headers,
     ]
     return pa.Table.from_arrays(columns, schema=KAFKA_SCHEMA)
+
+
+_KEYS = attrgetter("keys")
+_VALUES = attrgetter("values")
+_TOPICS = attrgetter("topics")
+_PARTITIONS = attrgetter("partitions")
+_OFFSETS = attrgetter("offsets")
+_STAMPS = attrgetter("timestamps_ms")
+_STAMP_TYPES = attrgetter("timestamp_types")
 
 
 __all__ = [
     "HEADER_TYPE",
     "KAFKA_SCHEMA",
     "TIMESTAMP_TYPE",
+    "batches_to_table",
     "record_bytes",
     "records_to_table",
     "spark_timestamp_type",

@@ -26,7 +26,7 @@ from static_consumer.retry import RetryPolicy
 from static_consumer.settings import ConsumerSettings
 from static_consumer.spark._batch import BatchLimits, BatchSizer, PendingBatch, commit_offsets
 from static_consumer.spark._handoff import FrameMaker, Handoff, SessionLike
-from static_consumer.spark._schema import records_to_table
+from static_consumer.spark._schema import batches_to_table
 from static_consumer.spark._work import BatchInfo, FailurePolicy, InFlight
 from static_consumer.types import TopicPartition
 
@@ -180,7 +180,7 @@ class MicroBatchRunner:
             if remaining <= 0:
                 break
             wanted = min(limits.poll_records, self._sizer.max_records - len(self._pending))
-            got = self._consumer.consume(wanted, timeout=min(remaining, 1.0))
+            got = self._consumer.consume_batch(wanted, timeout=min(remaining, 1.0))
             # Revocations served inside consume() already pruned the batch; keep only records of
             # partitions still owned, in case a record of a just-revoked partition came back with them.
             self._pending.add(got, self._consumer.assignment)
@@ -219,11 +219,11 @@ class MicroBatchRunner:
             collect_s=collect_s,
         )
         self._next_id += 1
-        records = batch.records
+        chunks = batch.chunks
 
         def work() -> None:
             begun = self._clock()
-            df, cleanup = self._frames(records_to_table(records))
+            df, cleanup = self._frames(batches_to_table(chunks))
             try:
                 self._call(df, info, begun)
             finally:
