@@ -10,12 +10,11 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from operator import itemgetter
 
-from static_consumer.types import Record, TopicPartition
+from static_consumer.types import Record, TopicPartition, offsets_by_position
 
 # Record fields by position (Record is a NamedTuple): (topic, partition), and offset.
 _POSITION = itemgetter(0, 1)
 _OFFSET = itemgetter(2)
-_OFFSET_OF_PAIR = itemgetter(1)
 
 
 class OffsetTracker:
@@ -55,11 +54,9 @@ class OffsetTracker:
     def mark_all(self, records: Iterable[Record]) -> list[TopicPartition]:
         """mark() for a batch, in one pass over plain tuples (the per-record cost matters at high
         throughput). Returns the partitions that were ignored because they are not owned."""
-        # Highest offset per partition without a Python loop per record: sorted by offset (timsort is
-        # linear on the usual already-ordered batch), a dict keeps the last, i.e. highest, per key.
         batch = records if isinstance(records, list | tuple) else list(records)
-        pairs = sorted(zip(map(_POSITION, batch), map(_OFFSET, batch), strict=True), key=_OFFSET_OF_PAIR)
-        return self.mark_highest(dict(pairs))
+        _, highest = offsets_by_position(zip(map(_POSITION, batch), map(_OFFSET, batch), strict=True))
+        return self.mark_highest(highest)
 
     def mark_highest(self, highest: Mapping[tuple[str, int], int]) -> list[TopicPartition]:
         """mark() for the highest processed offset per (topic, partition); returns the partitions

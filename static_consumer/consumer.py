@@ -385,7 +385,7 @@ class StaticConsumer:
         else:
             tracker = self._membership.offsets
             if isinstance(what, RecordBatch):
-                ignored = tracker.mark_highest({key: high for key, (_, high) in what.offset_bounds().items()})
+                ignored = tracker.mark_highest(what.offset_bounds()[1])
             else:
                 ignored = tracker.mark_all([what] if isinstance(what, Record) else what or ())
             if ignored:

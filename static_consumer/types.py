@@ -52,6 +52,16 @@ _new_record = functools.partial(tuple.__new__, Record)
 _OFFSET_OF_PAIR = itemgetter(1)
 
 
+def offsets_by_position(
+    pairs: Iterable[tuple[tuple[str, int], int]],
+) -> tuple[dict[tuple[str, int], int], dict[tuple[str, int], int]]:
+    """Lowest and highest offset per (topic, partition) of ``((topic, partition), offset)`` pairs, in
+    any order, without a Python loop per pair: sorted by offset (linear for the usual already-ordered
+    batch), a dict keeps the last value per key."""
+    ordered = sorted(pairs, key=_OFFSET_OF_PAIR)
+    return dict(reversed(ordered)), dict(ordered)
+
+
 @dataclass(frozen=True, slots=True)
 class RecordBatch:
     """Records field by field: the i-th record is ``(topics[i], partitions[i], offsets[i], ...)``.
@@ -97,15 +107,11 @@ class RecordBatch:
         """The (topic, partition) pairs the batch has records of."""
         return set(zip(self.topics, self.partitions, strict=True))
 
-    def offset_bounds(self) -> dict[tuple[str, int], tuple[int, int]]:
+    def offset_bounds(self) -> tuple[dict[tuple[str, int], int], dict[tuple[str, int], int]]:
         """Lowest and highest offset per (topic, partition)."""
-        pairs = sorted(
-            zip(zip(self.topics, self.partitions, strict=True), self.offsets, strict=True),
-            key=_OFFSET_OF_PAIR,
+        return offsets_by_position(
+            zip(zip(self.topics, self.partitions, strict=True), self.offsets, strict=True)
         )
-        highest = dict(pairs)
-        lowest = dict(reversed(pairs))
-        return {key: (lowest[key], high) for key, high in highest.items()}
 
     def select(self, keep: Iterable[tuple[str, int]]) -> RecordBatch:
         """Only the records of the given (topic, partition) pairs."""
@@ -136,4 +142,4 @@ class RecordBatch:
         return size
 
 
-__all__ = ["Headers", "Record", "RecordBatch", "TopicPartition"]
+__all__ = ["Headers", "Record", "RecordBatch", "TopicPartition", "offsets_by_position"]

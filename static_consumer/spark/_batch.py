@@ -117,12 +117,14 @@ class PendingBatch:
 
     def offsets(self) -> dict[TopicPartition, OffsetRange]:
         """First and last offset per partition, in partition order."""
-        bounds: dict[tuple[str, int], tuple[int, int]] = {}
+        first: dict[tuple[str, int], int] = {}
+        last: dict[tuple[str, int], int] = {}
         for chunk in self.chunks:
-            for key, (low, high) in chunk.offset_bounds().items():
-                seen = bounds.get(key)
-                bounds[key] = (low, high) if seen is None else (min(seen[0], low), max(seen[1], high))
-        return {TopicPartition(*key): OffsetRange(*bounds[key]) for key in sorted(bounds)}
+            lowest, highest = chunk.offset_bounds()
+            for key, low in lowest.items():
+                first[key] = min(first.get(key, low), low)
+                last[key] = max(last.get(key, highest[key]), highest[key])
+        return {TopicPartition(*key): OffsetRange(first[key], last[key]) for key in sorted(first)}
 
 
 def commit_offsets(
