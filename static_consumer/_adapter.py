@@ -1,8 +1,9 @@
 """The seam between the consumer core and librdkafka (confluent-kafka).
 
 This is the only module of the consumer path that imports ``confluent_kafka``. Everything above it
-speaks the project's own types (:class:`Record`, :class:`TopicPartition`, :class:`PollError`), so the
-core runs on a fake adapter in unit tests.
+speaks the project's own types (:class:`Record`, :class:`RecordBatch`, :class:`TopicPartition`, and
+the seam's :class:`PollError` and :class:`ConsumerAdapter` in ``_seam``), so the core runs on a fake
+adapter in unit tests.
 
 Facts this module relies on (librdkafka 2.16 against Kafka 4.3, checked on a real broker):
 
@@ -26,17 +27,22 @@ import functools
 import logging
 import operator
 import struct
-import threading
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
-from typing import Any, Protocol, cast
+from collections.abc import Mapping, Sequence
+from typing import Any, cast
 
 import confluent_kafka
 
+from static_consumer._config import ConfigValue
+from static_consumer._seam import (
+    FENCED_INSTANCE_ID,
+    UNRELEASED_INSTANCE_ID,
+    AdapterError,
+    ConsumerAdapter,
+    PollError,
+    RebalanceCallback,
+    close_bounded,
+)
 from static_consumer.types import Record, RecordBatch, TopicPartition
-
-RebalanceCallback = Callable[[list[TopicPartition]], None]
-ConfigValue = str | int | float | bool
 
 # librdkafka's own log lines (SESSTMOUT, MAXPOLL, FATAL, ...) go to this logger instead of stderr.
 LIBRDKAFKA_LOGGER = logging.getLogger("static_consumer.librdkafka")
@@ -44,8 +50,6 @@ LIBRDKAFKA_LOGGER = logging.getLogger("static_consumer.librdkafka")
 FATAL = confluent_kafka.KafkaError._FATAL
 MAX_POLL_EXCEEDED = confluent_kafka.KafkaError._MAX_POLL_EXCEEDED
 PARTITION_EOF = confluent_kafka.KafkaError._PARTITION_EOF
-FENCED_INSTANCE_ID = 82
-UNRELEASED_INSTANCE_ID = 111
 _NO_TIMESTAMP = confluent_kafka.TIMESTAMP_NOT_AVAILABLE
 # The broker error behind a _FATAL is only in its text; librdkafka builds that text from its own
 # description of the broker code, so match those descriptions rather than hand-copied strings.
@@ -53,88 +57,6 @@ _CAUSES = {
     code: confluent_kafka.KafkaError(code).str().removeprefix("Broker: ")
     for code in (FENCED_INSTANCE_ID, UNRELEASED_INSTANCE_ID)
 }
-
-
-@dataclass(frozen=True, slots=True)
-class PollError:
-    """An error event from the client. ``fatal`` means the client instance is dead: librdkafka's own
-    fatal flag, or a ``_FATAL`` code (which is how fencing arrives, with ``fatal()`` False).
-    ``cause`` is the broker error code behind a ``_FATAL`` when it could be recognised."""
-
-    code: int
-    name: str
-    reason: str
-    fatal: bool
-    retriable: bool
-    cause: int | None = None
-
-
-class AdapterError(Exception):
-    """A client call failed; ``error`` says how."""
-
-    def __init__(self, error: PollError) -> None:
-        super().__init__(f"{error.name}: {error.reason}")
-        self.error = error
-
-
-class ConsumerAdapter(Protocol):
-    """What the consumer core needs from a Kafka consumer client."""
-
-    def subscribe(
-        self,
-        topics: Sequence[str],
-        *,
-        on_assign: RebalanceCallback,
-        on_revoke: RebalanceCallback,
-        on_lost: RebalanceCallback,
-    ) -> None: ...
-
-    def assign(self, partitions: Mapping[TopicPartition, int | None]) -> None:
-        """Replace the assignment; an offset of None starts from the committed offset (else the reset)."""
-        ...
-
-    def incremental_assign(self, partitions: Mapping[TopicPartition, int | None]) -> None:
-        """Add partitions, leaving the positions of the others alone."""
-        ...
-
-    def incremental_unassign(self, partitions: Sequence[TopicPartition]) -> None: ...
-
-    def partition_counts(self, topics: Sequence[str], timeout: float) -> dict[str, int | None]:
-        """Partition count per topic from fresh cluster metadata; None for a topic the broker does not
-        know (or reported an error for without partitions)."""
-        ...
-
-    def poll(self, timeout: float) -> Record | PollError | None: ...
-
-    def consume(self, max_records: int, timeout: float) -> list[Record | PollError]: ...
-
-    def consume_batch(self, max_records: int, timeout: float) -> RecordBatch | list[Record | PollError]:
-        """Like :meth:`consume`, as a :class:`RecordBatch` when every message is a plain record."""
-        ...
-
-    def commit(self, offsets: Mapping[TopicPartition, int] | None, *, asynchronous: bool = False) -> None: ...
-
-    def committed(
-        self, partitions: Sequence[TopicPartition], timeout: float
-    ) -> dict[TopicPartition, int | None]: ...
-
-    def position(self, partitions: Sequence[TopicPartition]) -> dict[TopicPartition, int | None]: ...
-
-    def assignment(self) -> list[TopicPartition]: ...
-
-    def member_id(self) -> str | None: ...
-
-    def generation(self) -> int | None:
-        """The group generation (classic) or member epoch (consumer protocol); None when not joined."""
-        ...
-
-    def take_errors(self) -> list[PollError]:
-        """Errors reported out of band (librdkafka's error_cb) since the last call."""
-        ...
-
-    def unsubscribe(self) -> None: ...
-
-    def close(self) -> None: ...
 
 
 def poll_error(err: confluent_kafka.KafkaError) -> PollError:
@@ -403,32 +325,6 @@ class ConfluentAdapter:
 
     def close(self) -> None:
         self._consumer.close()
-
-
-def close_bounded(adapter: ConsumerAdapter, timeout_s: float, log: logging.Logger) -> bool:
-    """Close ``adapter`` in a helper thread, waiting at most ``timeout_s``. False if it did not return.
-
-    Bounded so that a close() that hangs (e.g. after a fatal error) cannot keep a pod past its grace
-    period; the daemon thread dies with the process.
-    """
-    done = threading.Event()
-    failure: list[Exception] = []
-
-    def run() -> None:
-        try:
-            adapter.close()
-        except Exception as exc:  # noqa: BLE001 - reported below
-            failure.append(exc)
-        finally:
-            done.set()
-
-    threading.Thread(target=run, name="static-consumer-close", daemon=True).start()
-    if not done.wait(timeout_s):
-        log.error("close() did not return within %.1fs; abandoning it", timeout_s)
-        return False
-    if failure:
-        log.warning("close() failed: %s", failure[0])
-    return True
 
 
 __all__ = [

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Hashable, Mapping
 
-from static_consumer._adapter import FENCED_INSTANCE_ID, UNRELEASED_INSTANCE_ID, PollError
+from static_consumer._seam import FENCED_INSTANCE_ID, UNRELEASED_INSTANCE_ID, PollError
 from static_consumer.errors import (
     CommitFailedError,
     FatalConsumerError,

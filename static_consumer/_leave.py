@@ -16,7 +16,7 @@ import logging
 from collections.abc import Callable
 
 from static_consumer import _admin_io
-from static_consumer._adapter import AdapterError, ConsumerAdapter
+from static_consumer._seam import AdapterError, ConsumerAdapter
 from static_consumer.errors import RetriableError, StaticConsumerError
 from static_consumer.settings import ConsumerSettings
 from static_consumer.types import Record, TopicPartition

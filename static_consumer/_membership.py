@@ -10,8 +10,8 @@ import logging
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from static_consumer._adapter import AdapterError
 from static_consumer._offsets import OffsetTracker
+from static_consumer._seam import AdapterError
 from static_consumer.events import Assigned, Dispatcher, Lost, Revoked
 from static_consumer.types import TopicPartition
 

@@ -28,9 +28,9 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import TypeVar
 
 from assignors import ordinal_plan
-from static_consumer._adapter import AdapterError, ConsumerAdapter, close_bounded
 from static_consumer._failures import is_transient
 from static_consumer._membership import Membership
+from static_consumer._seam import AdapterError, ConsumerAdapter, close_bounded
 from static_consumer._startup import JoinPlan
 from static_consumer.errors import ConfigurationError, FatalConsumerError, RetriableError
 from static_consumer.identity import Identity, ordinal_of

@@ -13,8 +13,8 @@ import logging
 import time
 from collections.abc import Callable
 
-from static_consumer._adapter import ConsumerAdapter, PollError
 from static_consumer._failures import is_unreleased, unreleased_error
+from static_consumer._seam import ConsumerAdapter, PollError
 from static_consumer.capabilities import BrokerCapabilities
 from static_consumer.retry import RetryPolicy
 from static_consumer.types import Record

@@ -20,15 +20,7 @@ from types import TracebackType
 from typing import Any
 
 from static_consumer import _probe
-from static_consumer._adapter import (
-    MAX_POLL_EXCEEDED,
-    PARTITION_EOF,
-    AdapterError,
-    ConfluentAdapter,
-    ConsumerAdapter,
-    PollError,
-    close_bounded,
-)
+from static_consumer._adapter import MAX_POLL_EXCEEDED, PARTITION_EOF, ConfluentAdapter
 from static_consumer._config import ConfigValue
 from static_consumer._failures import RateLimiter, commit_error, is_fencing, is_unreleased, terminal_error
 from static_consumer._held import held_lookup
@@ -41,6 +33,7 @@ from static_consumer._leave import (
 from static_consumer._membership import Membership
 from static_consumer._ordinal_mode import OrdinalAssignment, start_ordinal
 from static_consumer._release import release_policy, wait_for_release
+from static_consumer._seam import AdapterError, ConsumerAdapter, PollError, close_bounded
 from static_consumer._startup import JoinPlan, Prober, plan_join
 from static_consumer.errors import ConsumerClosedError, StaticConsumerError, UnreleasedInstanceIdError
 from static_consumer.events import Closed, Dispatcher, FatalError, Fenced, Joining, MembershipListener

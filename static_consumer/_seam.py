@@ -1,0 +1,141 @@
+"""The seam's own side: what the consumer core needs from a Kafka client, in the project's types.
+
+:class:`ConsumerAdapter` is implemented by ``_adapter.ConfluentAdapter`` (librdkafka) and, in unit
+tests, by a scripted fake. Nothing here imports a client library, so the core depends on this module
+and only the code that builds a client depends on ``_adapter``.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Protocol
+
+from static_consumer.types import Record, RecordBatch, TopicPartition
+
+RebalanceCallback = Callable[[list[TopicPartition]], None]
+
+# Broker error codes the core reacts to (Kafka's protocol error numbers).
+FENCED_INSTANCE_ID = 82
+UNRELEASED_INSTANCE_ID = 111
+
+
+@dataclass(frozen=True, slots=True)
+class PollError:
+    """An error event from the client. ``fatal`` means the client instance is dead: librdkafka's own
+    fatal flag, or a ``_FATAL`` code (which is how fencing arrives, with ``fatal()`` False).
+    ``cause`` is the broker error code behind a ``_FATAL`` when it could be recognised."""
+
+    code: int
+    name: str
+    reason: str
+    fatal: bool
+    retriable: bool
+    cause: int | None = None
+
+
+class AdapterError(Exception):
+    """A client call failed; ``error`` says how."""
+
+    def __init__(self, error: PollError) -> None:
+        super().__init__(f"{error.name}: {error.reason}")
+        self.error = error
+
+
+class ConsumerAdapter(Protocol):
+    """What the consumer core needs from a Kafka consumer client."""
+
+    def subscribe(
+        self,
+        topics: Sequence[str],
+        *,
+        on_assign: RebalanceCallback,
+        on_revoke: RebalanceCallback,
+        on_lost: RebalanceCallback,
+    ) -> None: ...
+
+    def assign(self, partitions: Mapping[TopicPartition, int | None]) -> None:
+        """Replace the assignment; an offset of None starts from the committed offset (else the reset)."""
+        ...
+
+    def incremental_assign(self, partitions: Mapping[TopicPartition, int | None]) -> None:
+        """Add partitions, leaving the positions of the others alone."""
+        ...
+
+    def incremental_unassign(self, partitions: Sequence[TopicPartition]) -> None: ...
+
+    def partition_counts(self, topics: Sequence[str], timeout: float) -> dict[str, int | None]:
+        """Partition count per topic from fresh cluster metadata; None for a topic the broker does not
+        know (or reported an error for without partitions)."""
+        ...
+
+    def poll(self, timeout: float) -> Record | PollError | None: ...
+
+    def consume(self, max_records: int, timeout: float) -> list[Record | PollError]: ...
+
+    def consume_batch(self, max_records: int, timeout: float) -> RecordBatch | list[Record | PollError]:
+        """Like :meth:`consume`, as a :class:`RecordBatch` when every message is a plain record."""
+        ...
+
+    def commit(self, offsets: Mapping[TopicPartition, int] | None, *, asynchronous: bool = False) -> None: ...
+
+    def committed(
+        self, partitions: Sequence[TopicPartition], timeout: float
+    ) -> dict[TopicPartition, int | None]: ...
+
+    def position(self, partitions: Sequence[TopicPartition]) -> dict[TopicPartition, int | None]: ...
+
+    def assignment(self) -> list[TopicPartition]: ...
+
+    def member_id(self) -> str | None: ...
+
+    def generation(self) -> int | None:
+        """The group generation (classic) or member epoch (consumer protocol); None when not joined."""
+        ...
+
+    def take_errors(self) -> list[PollError]:
+        """Errors reported out of band (librdkafka's error_cb) since the last call."""
+        ...
+
+    def unsubscribe(self) -> None: ...
+
+    def close(self) -> None: ...
+
+
+def close_bounded(adapter: ConsumerAdapter, timeout_s: float, log: logging.Logger) -> bool:
+    """Close ``adapter`` in a helper thread, waiting at most ``timeout_s``. False if it did not return.
+
+    Bounded so that a close() that hangs (e.g. after a fatal error) cannot keep a pod past its grace
+    period; the daemon thread dies with the process.
+    """
+    done = threading.Event()
+    failure: list[Exception] = []
+
+    def run() -> None:
+        try:
+            adapter.close()
+        except Exception as exc:  # noqa: BLE001 - reported below
+            failure.append(exc)
+        finally:
+            done.set()
+
+    threading.Thread(target=run, name="static-consumer-close", daemon=True).start()
+    if not done.wait(timeout_s):
+        log.error("close() did not return within %.1fs; abandoning it", timeout_s)
+        return False
+    if failure:
+        log.warning("close() failed: %s", failure[0])
+    return True
+
+
+__all__ = [
+    "FENCED_INSTANCE_ID",
+    "UNRELEASED_INSTANCE_ID",
+    "AdapterError",
+    "ConsumerAdapter",
+    "PollError",
+    "RebalanceCallback",
+    "close_bounded",
+]
