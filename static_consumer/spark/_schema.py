@@ -56,10 +56,7 @@ def spark_timestamp_type(librdkafka_type: int) -> int:
 
 def record_bytes(record: Record) -> int:
     """Payload size of a record (key, value, headers), the measure batch byte limits count."""
-    size = len(record.key or b"") + len(record.value or b"")
-    for name, value in record.headers:
-        size += len(name) + len(value or b"")
-    return size
+    return RecordBatch.from_records([record]).payload_bytes()
 
 
 def records_to_table(records: Sequence[Record] | RecordBatch) -> pa.Table:
