@@ -151,13 +151,10 @@ def _columns(msgs: list[confluent_kafka.Message]) -> RecordBatch | None:
     )
 
 
-def _messages(msgs: list[confluent_kafka.Message]) -> list[Record | PollError]:
-    """:func:`_message` for a whole batch, through :func:`_columns` when it applies."""
+def _convert(msgs: list[confluent_kafka.Message]) -> RecordBatch | list[Record | PollError]:
+    """A consumed batch as columns when :func:`_columns` applies, else message by message."""
     batch = _columns(msgs)
-    if batch is None:
-        return [_message(m) for m in msgs]
-    records: list[Record | PollError] = list(batch.records())
-    return records
+    return [_message(m) for m in msgs] if batch is None else batch
 
 
 def _ours(parts: Sequence[confluent_kafka.TopicPartition]) -> list[TopicPartition]:
@@ -264,12 +261,11 @@ class ConfluentAdapter:
         return None if msg is None else _message(msg)
 
     def consume(self, max_records: int, timeout: float) -> list[Record | PollError]:
-        return _messages(self._consumer.consume(max_records, timeout))
+        got = _convert(self._consumer.consume(max_records, timeout))
+        return got if isinstance(got, list) else list(got.records())
 
     def consume_batch(self, max_records: int, timeout: float) -> RecordBatch | list[Record | PollError]:
-        msgs = self._consumer.consume(max_records, timeout)
-        batch = _columns(msgs)
-        return [_message(m) for m in msgs] if batch is None else batch
+        return _convert(self._consumer.consume(max_records, timeout))
 
     def commit(self, offsets: Mapping[TopicPartition, int] | None, *, asynchronous: bool = False) -> None:
         parts = None

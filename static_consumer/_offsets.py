@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from operator import itemgetter
 
-from static_consumer.types import Record, TopicPartition, offsets_by_position
+from static_consumer.types import Record, TopicPartition, highest_offsets
 
 # Record fields by position (Record is a NamedTuple): (topic, partition), and offset.
 _POSITION = itemgetter(0, 1)
@@ -55,8 +55,9 @@ class OffsetTracker:
         """mark() for a batch, in one pass over plain tuples (the per-record cost matters at high
         throughput). Returns the partitions that were ignored because they are not owned."""
         batch = records if isinstance(records, list | tuple) else list(records)
-        _, highest = offsets_by_position(zip(map(_POSITION, batch), map(_OFFSET, batch), strict=True))
-        return self.mark_highest(highest)
+        return self.mark_highest(
+            highest_offsets(zip(map(_POSITION, batch), map(_OFFSET, batch), strict=True))
+        )
 
     def mark_highest(self, highest: Mapping[tuple[str, int], int]) -> list[TopicPartition]:
         """mark() for the highest processed offset per (topic, partition); returns the partitions

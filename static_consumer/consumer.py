@@ -378,7 +378,7 @@ class StaticConsumer:
         else:
             tracker = self._membership.offsets
             if isinstance(what, RecordBatch):
-                ignored = tracker.mark_highest(what.offset_bounds()[1])
+                ignored = tracker.mark_highest(what.highest_offsets())
             else:
                 ignored = tracker.mark_all([what] if isinstance(what, Record) else what or ())
             if ignored:

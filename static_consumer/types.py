@@ -52,14 +52,11 @@ _new_record = functools.partial(tuple.__new__, Record)
 _OFFSET_OF_PAIR = itemgetter(1)
 
 
-def offsets_by_position(
-    pairs: Iterable[tuple[tuple[str, int], int]],
-) -> tuple[dict[tuple[str, int], int], dict[tuple[str, int], int]]:
-    """Lowest and highest offset per (topic, partition) of ``((topic, partition), offset)`` pairs, in
-    any order, without a Python loop per pair: sorted by offset (linear for the usual already-ordered
-    batch), a dict keeps the last value per key."""
-    ordered = sorted(pairs, key=_OFFSET_OF_PAIR)
-    return dict(reversed(ordered)), dict(ordered)
+def highest_offsets(pairs: Iterable[tuple[tuple[str, int], int]]) -> dict[tuple[str, int], int]:
+    """Highest offset per (topic, partition) of ``((topic, partition), offset)`` pairs, in any order,
+    without a Python loop per pair: sorted by offset (linear for the usual already-ordered batch), a
+    dict keeps the last value per key."""
+    return dict(sorted(pairs, key=_OFFSET_OF_PAIR))
 
 
 @dataclass(frozen=True, slots=True)
@@ -109,9 +106,15 @@ class RecordBatch:
 
     def offset_bounds(self) -> tuple[dict[tuple[str, int], int], dict[tuple[str, int], int]]:
         """Lowest and highest offset per (topic, partition)."""
-        return offsets_by_position(
-            zip(zip(self.topics, self.partitions, strict=True), self.offsets, strict=True)
-        )
+        ordered = sorted(self._pairs(), key=_OFFSET_OF_PAIR)
+        return dict(reversed(ordered)), dict(ordered)
+
+    def highest_offsets(self) -> dict[tuple[str, int], int]:
+        """Highest offset per (topic, partition): what a commit of the batch needs."""
+        return highest_offsets(self._pairs())
+
+    def _pairs(self) -> Iterator[tuple[tuple[str, int], int]]:
+        return zip(zip(self.topics, self.partitions, strict=True), self.offsets, strict=True)
 
     def select(self, keep: Iterable[tuple[str, int]]) -> RecordBatch:
         """Only the records of the given (topic, partition) pairs."""
@@ -142,4 +145,4 @@ class RecordBatch:
         return size
 
 
-__all__ = ["Headers", "Record", "RecordBatch", "TopicPartition", "offsets_by_position"]
+__all__ = ["Headers", "Record", "RecordBatch", "TopicPartition", "highest_offsets"]

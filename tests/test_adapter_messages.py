@@ -5,7 +5,7 @@ from __future__ import annotations
 import confluent_kafka
 import pytest
 
-from static_consumer._adapter import PollError, _message, _messages
+from static_consumer._adapter import PollError, _convert, _message
 from static_consumer.types import Record
 
 
@@ -56,7 +56,8 @@ PLAIN = [_msg(i) for i in range(50)]
     ],
 )
 def test_batch_conversion_matches_per_message_conversion(batch: list[confluent_kafka.Message]) -> None:
-    converted = _messages(batch)
+    got = _convert(batch)
+    converted = got if isinstance(got, list) else got.records()
     assert converted == [_message(m) for m in batch]
     assert [type(item) for item in converted] == [
         PollError if m.error() is not None else Record for m in batch
@@ -64,6 +65,8 @@ def test_batch_conversion_matches_per_message_conversion(batch: list[confluent_k
 
 
 def test_batch_records_carry_every_field() -> None:
-    [record] = _messages([_msg(4)])
+    batch = _convert([_msg(4)])
+    assert not isinstance(batch, list)
+    [record] = batch.records()
     assert record == Record("orders", 1, 4, b"k4", b"vvvv", 1_700_000_000_004, 1, ())
     assert record.topic_partition == ("orders", 1)

@@ -41,6 +41,7 @@ def test_bounds_positions_and_size_match_the_records(rs: list[Record]) -> None:
     lowest, highest = batch.offset_bounds()
     assert lowest == {p: min(r.offset for r in rs if (r.topic, r.partition) == p) for p in positions}
     assert highest == {p: max(r.offset for r in rs if (r.topic, r.partition) == p) for p in positions}
+    assert batch.highest_offsets() == highest
     assert batch.payload_bytes() == sum(
         len(r.key or b"") + len(r.value or b"") + sum(len(n) + len(v or b"") for n, v in r.headers)
         for r in rs
