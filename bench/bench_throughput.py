@@ -5,10 +5,13 @@
 Three loops read the same records from the beginning with their own group id, in batches of 500,
 committing after each batch (the at-least-once pattern), and touch every record's value: raw
 confluent-kafka, StaticConsumer.consume() (a Record per message) and StaticConsumer.consume_batch()
-(a RecordBatch, field by field). Passes alternate so machine noise hits all three. Also measures
-restart-to-first-record latency of a static member: close, start a new process-equivalent consumer
-with the same instance id, time until its first record. Prints the numbers and the ratios to the raw
-loop (goal >= 0.97). Uses KAFKA_BOOTSTRAP_SERVERS or the embedded broker.
+(a RecordBatch whose columns are built when read). Passes alternate so machine noise hits all three.
+Each pass is timed from its first record to its last, in wall time (records/s) and in CPU time of this
+process (the Python loop plus librdkafka's threads; the broker runs elsewhere), which is steadier than
+wall time on a shared machine. Also measures restart-to-first-record latency of a static member: close,
+start a new process-equivalent consumer with the same instance id, time until its first record. Prints
+the numbers and the ratios to the raw loop (goal >= 0.97). Uses KAFKA_BOOTSTRAP_SERVERS or the
+embedded broker.
 """
 
 from __future__ import annotations
@@ -20,7 +23,6 @@ import os
 import statistics
 import time
 import uuid
-from typing import Any
 
 from static_consumer import ConsumerSettings, RecordBatch, StaticConsumer
 from static_consumer.testing import create_topic, local_cluster
@@ -57,7 +59,17 @@ def produce_bulk(bootstrap: str, topic: str, count: int) -> None:
         raise RuntimeError("producer did not flush")
 
 
-def raw_pass(bootstrap: str, topic: str, count: int) -> float:
+Pass = tuple[float, float]  # records/s, CPU microseconds per record
+
+
+def _rates(seen: int, started: tuple[float, float] | None) -> Pass:
+    if started is None or not seen:
+        raise RuntimeError("no record arrived")
+    wall, cpu = time.monotonic() - started[0], time.process_time() - started[1]
+    return seen / wall, cpu / seen * 1e6
+
+
+def raw_pass(bootstrap: str, topic: str, count: int) -> Pass:
     from confluent_kafka import Consumer, TopicPartition
 
     consumer = Consumer(
@@ -76,7 +88,7 @@ def raw_pass(bootstrap: str, topic: str, count: int) -> float:
         msgs = consumer.consume(BATCH, 1.0)
         if not msgs:
             continue
-        started = started or time.monotonic()
+        started = started or (time.monotonic(), time.process_time())
         last: dict[int, int] = {}
         for m in msgs:
             if m.error() is None:
@@ -86,12 +98,12 @@ def raw_pass(bootstrap: str, topic: str, count: int) -> float:
         consumer.commit(
             offsets=[TopicPartition(topic, p, o + 1) for p, o in last.items()], asynchronous=False
         )
-    elapsed = time.monotonic() - (started or time.monotonic())
+    rates = _rates(seen, started)
     consumer.close()
-    return seen / elapsed
+    return rates
 
 
-def wrapper_pass(bootstrap: str, topic: str, count: int, *, columns: bool = False) -> float:
+def wrapper_pass(bootstrap: str, topic: str, count: int, *, columns: bool = False) -> Pass:
     """StaticConsumer.consume() and commit(records); with ``columns``, consume_batch() and commit(batch)."""
     settings = ConsumerSettings(
         bootstrap_servers=bootstrap,
@@ -107,13 +119,13 @@ def wrapper_pass(bootstrap: str, topic: str, count: int, *, columns: bool = Fals
             batch = consumer.consume_batch(BATCH, 1.0) if columns else consumer.consume(BATCH, 1.0)
             if not len(batch):
                 continue
-            started = started or time.monotonic()
+            started = started or (time.monotonic(), time.process_time())
             for value in batch.values if isinstance(batch, RecordBatch) else map(VALUE, batch):
                 size += len(value or b"")
             seen += len(batch)
             consumer.commit(batch)
-        elapsed = time.monotonic() - (started or time.monotonic())
-    return seen / elapsed
+        rates = _rates(seen, started)
+    return rates
 
 
 def restart_latency(bootstrap: str, topic: str, rounds: int = 3) -> list[float]:
@@ -140,14 +152,14 @@ def restart_latency(bootstrap: str, topic: str, rounds: int = 3) -> list[float]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--records", type=int, default=1_000_000)
-    parser.add_argument("--repeats", type=int, default=2)
+    parser.add_argument("--repeats", type=int, default=5)
     args = parser.parse_args()
     passes = {
         "raw confluent-kafka": raw_pass,
-        "StaticConsumer": wrapper_pass,
         "consume_batch": functools.partial(wrapper_pass, columns=True),
+        "consume": wrapper_pass,
     }
-    results: dict[str, list[float]] = {name: [] for name in passes}
+    results: dict[str, list[Pass]] = {name: [] for name in passes}
     with local_cluster(os.environ) as cluster:
         bootstrap = cluster.bootstrap_servers
         topic = create_topic(bootstrap, f"bench-{uuid.uuid4().hex[:6]}", PARTITIONS)
@@ -155,24 +167,33 @@ def main() -> None:
         produce_bulk(bootstrap, topic, args.records)
         print(
             f"Kafka {cluster.version} ({cluster.backend}); produced {args.records:,} records in "
-            f"{time.monotonic() - t0:.1f} s"
+            f"{time.monotonic() - t0:.1f} s; {args.repeats} passes of each loop, alternating"
         )
-        for _ in range(args.repeats):
+        for repeat in range(args.repeats):
             for name, run in passes.items():
                 results[name].append(run(bootstrap, topic, args.records))
+            print(f"  pass {repeat + 1}: " + ", ".join(f"{n} {r[-1][0]:,.0f}/s" for n, r in results.items()))
         latency = restart_latency(bootstrap, topic)
-    best: dict[str, Any] = {name: max(rates) for name, rates in results.items()}
-    for name, rates in results.items():
-        passes = ", ".join(f"{r:,.0f}" for r in rates)
-        print(f"{name:>20}: best {best[name]:>10,.0f} records/s  (passes: {passes})")
-    raw = best["raw confluent-kafka"]
-    print(
-        f"{'ratio':>20}: {best['StaticConsumer'] / raw:.3f} (StaticConsumer.consume, Records; goal >= 0.97)"
-    )
-    print(
-        f"{'ratio, columns':>20}: {best['consume_batch'] / raw:.3f} "
-        "(StaticConsumer.consume_batch, RecordBatch)"
-    )
+    labels = {
+        "raw confluent-kafka": "raw confluent-kafka",
+        "consume_batch": "StaticConsumer.consume_batch",
+        "consume": "StaticConsumer.consume",
+    }
+    print(f"{'loop':<30} {'best rec/s':>11} {'median rec/s':>13} {'CPU us/rec':>11}  passes (rec/s)")
+    summary: dict[str, tuple[float, float, float]] = {}
+    for name, got in results.items():
+        rates, cpus = [r for r, _ in got], [c for _, c in got]
+        summary[name] = (max(rates), statistics.median(rates), statistics.median(cpus))
+        best, median, cpu = summary[name]
+        passes_text = ", ".join(f"{r:,.0f}" for r in rates)
+        print(f"{labels[name]:<30} {best:>11,.0f} {median:>13,.0f} {cpu:>11.2f}  {passes_text}")
+    raw = summary["raw confluent-kafka"]
+    for name in ("consume_batch", "consume"):
+        best, median, cpu = summary[name]
+        print(
+            f"{labels[name]} / raw: {best / raw[0]:.3f} best, {median / raw[1]:.3f} median; "
+            f"CPU per record x{cpu / raw[2]:.2f} (goal >= 0.97)"
+        )
     print(
         f"static restart -> first record: median {statistics.median(latency):.2f} s "
         f"(samples: {', '.join(f'{s:.2f}' for s in latency)})"

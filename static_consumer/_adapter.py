@@ -28,7 +28,7 @@ import logging
 import operator
 import struct
 from collections.abc import Mapping, Sequence
-from typing import Any, cast
+from typing import Any
 
 import confluent_kafka
 
@@ -120,41 +120,61 @@ _first, _second = operator.itemgetter(0), operator.itemgetter(1)
 _is_not_none = functools.partial(operator.is_not, None)
 
 
-def _columns(msgs: list[confluent_kafka.Message]) -> RecordBatch | None:
-    """A batch of messages as a :class:`RecordBatch`, or None when it holds an error event, a message
-    without a timestamp or a non-bytes payload (rare: those take :func:`_message` one by one).
+class _Columns:
+    """The column loader of a deferred :class:`RecordBatch` over messages without errors.
 
-    The consume loop's hot path: each column is one ``map`` over the messages' accessor methods, so
-    no Python frame runs per message.
+    Each column is one ``map`` over the messages' accessor methods (no Python frame per message), built
+    only when the batch's user reads it. A plain ``Consumer`` (no deserializer) yields bytes keys and
+    values, so unlike :func:`_record` these columns take them as they are.
     """
-    # Identity tests only: KafkaError's == raises when compared with None.
-    if not msgs or any(map(_is_not_none, map(_Message.error, msgs))):
-        return None
-    stamps = list(map(_Message.timestamp, msgs))
-    types = list(map(_first, stamps))
-    keys, values = list(map(_Message.key, msgs)), list(map(_Message.value, msgs))
-    if _NO_TIMESTAMP in types or str in map(type, keys) or str in map(type, values):
-        return None
-    raw_headers = list(map(_Message.headers, msgs))
-    # Messages without an error always have a topic, partition and offset.
-    return RecordBatch(
-        cast("list[str]", list(map(_Message.topic, msgs))),
-        cast("list[int]", list(map(_Message.partition, msgs))),
-        cast("list[int]", list(map(_Message.offset, msgs))),
-        keys,
-        values,
-        list(map(_second, stamps)),
-        types,
-        [() if h is None else _headers(h) for h in raw_headers]
-        if any(map(_is_not_none, raw_headers))
-        else None,
-    )
+
+    __slots__ = ("_msgs", "_stamps")
+
+    def __init__(self, msgs: list[confluent_kafka.Message]) -> None:
+        self._msgs = msgs
+        self._stamps: list[tuple[int, int]] | None = None
+
+    def __call__(self, name: str) -> list[Any] | None:
+        msgs = self._msgs
+        if name in _ACCESSORS:
+            return list(map(_ACCESSORS[name], msgs))
+        if name == "headers":
+            raw = list(map(_Message.headers, msgs))
+            return [() if h is None else _headers(h) for h in raw] if any(map(_is_not_none, raw)) else None
+        if self._stamps is None:
+            self._stamps = list(map(_Message.timestamp, msgs))
+        if name == "timestamp_types":
+            return list(map(_first, self._stamps))
+        if name == "timestamps_ms":
+            stamps = list(map(_second, self._stamps))
+            if _NO_TIMESTAMP in map(_first, self._stamps):
+                stamps = [None if t == _NO_TIMESTAMP else ts for t, ts in self._stamps]
+            return stamps
+        raise KeyError(f"no column {name!r}")
 
 
-def _convert(msgs: list[confluent_kafka.Message]) -> RecordBatch | list[Record | PollError]:
-    """A consumed batch as columns when :func:`_columns` applies, else message by message."""
-    batch = _columns(msgs)
-    return [_message(m) for m in msgs] if batch is None else batch
+_ACCESSORS = {
+    "topics": _Message.topic,
+    "partitions": _Message.partition,
+    "offsets": _Message.offset,
+    "keys": _Message.key,
+    "values": _Message.value,
+}
+
+
+def _convert(
+    msgs: list[confluent_kafka.Message], topic: str | None = None
+) -> RecordBatch | list[Record | PollError]:
+    """A consumed batch as a deferred :class:`RecordBatch`, or message by message when it holds an error
+    event (rare: fencing, partition EOF, ...). ``topic``: the one topic the consumer reads, if known.
+
+    The consume loop's hot path: the only pass over every message here is the error check, in C.
+    """
+    if any(map(_Message.error, msgs)):  # KafkaError is truthy; None is not
+        return [_message(m) for m in msgs]
+    if topic is None:
+        return RecordBatch.deferred(len(msgs), _Columns(msgs))
+    return RecordBatch.deferred(len(msgs), _Columns(msgs), topic=topic)
 
 
 def _ours(parts: Sequence[confluent_kafka.TopicPartition]) -> list[TopicPartition]:
@@ -209,6 +229,9 @@ class ConfluentAdapter:
         cfg["error_cb"] = self._on_error
         cfg["logger"] = LIBRDKAFKA_LOGGER
         self._consumer = confluent_kafka.Consumer(cfg)
+        # The one topic every message comes from, when the subscription or assignment has only one
+        # (librdkafka fetches nothing else): batches then skip building a topic per message.
+        self._topic: str | None = None
 
     def _on_error(self, err: confluent_kafka.KafkaError) -> None:
         self._errors.append(poll_error(err))
@@ -225,6 +248,8 @@ class ConfluentAdapter:
         on_revoke: RebalanceCallback,
         on_lost: RebalanceCallback,
     ) -> None:
+        # A pattern ("^...") may match several topics.
+        self._topic = topics[0] if len(topics) == 1 and not topics[0].startswith("^") else None
         # confluent-kafka applies the (incremental) assign/unassign itself after each callback returns.
         self._consumer.subscribe(
             list(topics),
@@ -234,9 +259,13 @@ class ConfluentAdapter:
         )
 
     def assign(self, partitions: Mapping[TopicPartition, int | None]) -> None:
+        topics = {tp.topic for tp in partitions}
+        self._topic = topics.pop() if len(topics) == 1 else None
         self._consumer.assign(_starts(partitions))
 
     def incremental_assign(self, partitions: Mapping[TopicPartition, int | None]) -> None:
+        if any(tp.topic != self._topic for tp in partitions):
+            self._topic = None
         self._consumer.incremental_assign(_starts(partitions))
 
     def incremental_unassign(self, partitions: Sequence[TopicPartition]) -> None:
@@ -261,11 +290,11 @@ class ConfluentAdapter:
         return None if msg is None else _message(msg)
 
     def consume(self, max_records: int, timeout: float) -> list[Record | PollError]:
-        got = _convert(self._consumer.consume(max_records, timeout))
+        got = _convert(self._consumer.consume(max_records, timeout), self._topic)
         return got if isinstance(got, list) else list(got.records())
 
     def consume_batch(self, max_records: int, timeout: float) -> RecordBatch | list[Record | PollError]:
-        return _convert(self._consumer.consume(max_records, timeout))
+        return _convert(self._consumer.consume(max_records, timeout), self._topic)
 
     def commit(self, offsets: Mapping[TopicPartition, int] | None, *, asynchronous: bool = False) -> None:
         parts = None
@@ -317,6 +346,7 @@ class ConfluentAdapter:
             return None
 
     def unsubscribe(self) -> None:
+        self._topic = None
         self._consumer.unsubscribe()
 
     def close(self) -> None:

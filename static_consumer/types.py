@@ -4,17 +4,17 @@ types leak out.
 TopicPartition and Record are NamedTuples rather than dataclasses: a consumer builds one Record per
 message, and tuple construction, hashing and comparison run in C. They are immutable and compare by
 value. A RecordBatch holds one consume call's records field by field, for consumers that hand whole
-batches on (to Arrow, Spark, a bulk write) and should not pay for a Python object per record.
+batches on (to Arrow, Spark, a bulk write) and should not pay for a Python object per record, nor for
+the fields they never read.
 """
 
 from __future__ import annotations
 
 import functools
-from collections.abc import Iterable, Iterator, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from itertools import compress
 from operator import itemgetter
-from typing import NamedTuple, TypeVar
+from typing import Any, NamedTuple, TypeVar, cast
 
 _T = TypeVar("_T")
 
@@ -59,33 +59,142 @@ def highest_offsets(pairs: Iterable[tuple[tuple[str, int], int]]) -> dict[tuple[
     return dict(sorted(pairs, key=_OFFSET_OF_PAIR))
 
 
-@dataclass(frozen=True, slots=True)
+_COLUMNS = (
+    "topics",
+    "partitions",
+    "offsets",
+    "keys",
+    "values",
+    "timestamps_ms",
+    "timestamp_types",
+    "headers",
+)
+ColumnLoader = Callable[[str], list[Any] | None]
+"""Loads one column of a deferred :class:`RecordBatch` by name (one of ``RecordBatch.COLUMNS``)."""
+
+_UNKNOWN: Any = object()
+
+
 class RecordBatch:
     """Records field by field: the i-th record is ``(topics[i], partitions[i], offsets[i], ...)``.
 
     ``headers`` is None when no record of the batch has headers (the common case), else one tuple per
-    record. Each partition's records are in offset order, as the client delivers them. The lists are
-    the batch's own; treat them as read-only.
+    record. The lists are the batch's own; treat them as read-only.
+
+    A batch the consumer hands out is *deferred*: each column is built from the client's messages the
+    first time it is read, so code that reads only ``values`` (and commits the batch) pays for nothing
+    else. Its records come in the client's order, which keeps each partition's records in offset order;
+    the offset helpers rely on that there and take the first and last record of each partition, while a
+    batch built from lists or records may be in any order and gets the true minimum and maximum.
+    Reading columns from several threads is safe (a column may be built twice, never wrongly).
     """
 
-    topics: list[str]
-    partitions: list[int]
-    offsets: list[int]
-    keys: list[bytes | None]
-    values: list[bytes | None]
-    timestamps_ms: list[int | None]
-    timestamp_types: list[int]
-    headers: list[Headers] | None = None
+    COLUMNS = _COLUMNS
+    __slots__ = ("_columns", "_in_order", "_load", "_size", "_topic")
+
+    def __init__(
+        self,
+        topics: list[str],
+        partitions: list[int],
+        offsets: list[int],
+        keys: list[bytes | None],
+        values: list[bytes | None],
+        timestamps_ms: list[int | None],
+        timestamp_types: list[int],
+        headers: list[Headers] | None = None,
+    ) -> None:
+        columns = (topics, partitions, offsets, keys, values, timestamps_ms, timestamp_types, headers)
+        lengths = {len(column) for column in columns if column is not None}
+        if len(lengths) > 1:
+            raise ValueError(f"RecordBatch columns differ in length: {sorted(lengths)}")
+        self._size = len(offsets)
+        self._columns: dict[str, Any] = dict(zip(_COLUMNS, columns, strict=True))
+        self._load: ColumnLoader | None = None
+        self._topic: str | None = _UNKNOWN
+        self._in_order = False
+
+    @classmethod
+    def deferred(cls, size: int, load: ColumnLoader, *, topic: str | None = _UNKNOWN) -> RecordBatch:
+        """A batch of ``size`` records in client order whose columns come from ``load(name)`` when first
+        read. ``topic``, when the caller knows every record is of that one topic, saves the topic column."""
+        batch = cls.__new__(cls)
+        batch._size, batch._columns, batch._load = size, {}, load
+        batch._topic, batch._in_order = topic, True
+        return batch
+
+    def _column(self, name: str) -> Any:
+        try:
+            return self._columns[name]
+        except KeyError:
+            pass
+        if name == "topics" and self._topic is not _UNKNOWN and self._topic is not None:
+            column: Any = [self._topic] * self._size
+        else:
+            assert self._load is not None  # a batch from lists has every column
+            column = self._load(name)
+        self._columns[name] = column
+        return column
+
+    @property
+    def topics(self) -> list[str]:
+        return cast("list[str]", self._column("topics"))
+
+    @property
+    def partitions(self) -> list[int]:
+        return cast("list[int]", self._column("partitions"))
+
+    @property
+    def offsets(self) -> list[int]:
+        return cast("list[int]", self._column("offsets"))
+
+    @property
+    def keys(self) -> list[bytes | None]:
+        return cast("list[bytes | None]", self._column("keys"))
+
+    @property
+    def values(self) -> list[bytes | None]:
+        return cast("list[bytes | None]", self._column("values"))
+
+    @property
+    def timestamps_ms(self) -> list[int | None]:
+        return cast("list[int | None]", self._column("timestamps_ms"))
+
+    @property
+    def timestamp_types(self) -> list[int]:
+        return cast("list[int]", self._column("timestamp_types"))
+
+    @property
+    def headers(self) -> list[Headers] | None:
+        return cast("list[Headers] | None", self._column("headers"))
+
+    @property
+    def topic(self) -> str | None:
+        """The topic of every record, or None when the batch is empty or has records of several."""
+        if self._topic is _UNKNOWN:
+            topics = self.topics
+            self._topic = topics[0] if topics and topics.count(topics[0]) == len(topics) else None
+        return self._topic
 
     def __len__(self) -> int:
-        return len(self.offsets)
+        return self._size
 
     def __iter__(self) -> Iterator[Record]:
         return iter(self.records())
 
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, RecordBatch):
+            return NotImplemented
+        return len(self) == len(other) and self.records() == other.records()
+
+    __hash__ = None  # type: ignore[assignment]  # mutable lists inside, like a list
+
+    def __repr__(self) -> str:
+        # Sizes only: a batch's keys and values are user data (and may be large).
+        return f"RecordBatch({self._size} records of {len(self.positions())} partitions)"
+
     def records(self) -> list[Record]:
         """The batch as :class:`Record` objects (built on demand, without a Python frame per record)."""
-        headers = self.headers if self.headers is not None else [()] * len(self.offsets)
+        headers = self.headers if self.headers is not None else [()] * self._size
         fields = (self.topics, self.partitions, self.offsets, self.keys, self.values, self.timestamps_ms)
         return list(map(_new_record, zip(*fields, self.timestamp_types, headers, strict=True)))
 
@@ -102,16 +211,37 @@ class RecordBatch:
 
     def positions(self) -> set[tuple[str, int]]:
         """The (topic, partition) pairs the batch has records of."""
+        topic = self.topic
+        if topic is not None:
+            return {(topic, partition) for partition in set(self.partitions)}
         return set(zip(self.topics, self.partitions, strict=True))
 
     def offset_bounds(self) -> tuple[dict[tuple[str, int], int], dict[tuple[str, int], int]]:
         """Lowest and highest offset per (topic, partition)."""
-        ordered = sorted(self._pairs(), key=_OFFSET_OF_PAIR)
-        return dict(reversed(ordered)), dict(ordered)
+        if not self._in_order:
+            ordered = sorted(self._pairs(), key=_OFFSET_OF_PAIR)
+            return dict(reversed(ordered)), dict(ordered)
+        return self._first_or_last(first=True), self._first_or_last(first=False)
 
     def highest_offsets(self) -> dict[tuple[str, int], int]:
         """Highest offset per (topic, partition): what a commit of the batch needs."""
-        return highest_offsets(self._pairs())
+        if not self._in_order:
+            return highest_offsets(self._pairs())
+        return self._first_or_last(first=False)
+
+    def _first_or_last(self, *, first: bool) -> dict[tuple[str, int], int]:
+        """Offset of each partition's first or last record, in C loops: with one topic keyed by
+        partition alone (no tuple per record); a dict keeps the last value it is given per key."""
+        topic = self.topic
+        keys: list[Any] = self.partitions
+        if topic is None:
+            keys = list(zip(self.topics, keys, strict=True))
+        offsets = self.offsets
+        if first:
+            found = dict(zip(reversed(keys), reversed(offsets), strict=True))
+        else:
+            found = dict(zip(keys, offsets, strict=True))
+        return {(topic, p): o for p, o in found.items()} if topic is not None else found
 
     def _pairs(self) -> Iterator[tuple[tuple[str, int], int]]:
         return zip(zip(self.topics, self.partitions, strict=True), self.offsets, strict=True)
@@ -119,14 +249,19 @@ class RecordBatch:
     def select(self, keep: Iterable[tuple[str, int]]) -> RecordBatch:
         """Only the records of the given (topic, partition) pairs."""
         wanted = set(keep)
-        mask = [pos in wanted for pos in zip(self.topics, self.partitions, strict=True)]
+        topic = self.topic
+        if topic is not None:
+            parts = {p for t, p in wanted if t == topic}
+            mask = list(map(parts.__contains__, self.partitions))
+        else:
+            mask = [pos in wanted for pos in zip(self.topics, self.partitions, strict=True)]
         if all(mask):
             return self
 
         def pick(column: list[_T]) -> list[_T]:
             return list(compress(column, mask))
 
-        return RecordBatch(
+        picked = RecordBatch(
             pick(self.topics),
             pick(self.partitions),
             pick(self.offsets),
@@ -136,6 +271,8 @@ class RecordBatch:
             pick(self.timestamp_types),
             None if self.headers is None else pick(self.headers),
         )
+        picked._in_order = self._in_order  # a subsequence keeps each partition's order
+        return picked
 
     def payload_bytes(self) -> int:
         """Bytes of keys, values and headers (names and values)."""
@@ -145,4 +282,4 @@ class RecordBatch:
         return size
 
 
-__all__ = ["Headers", "Record", "RecordBatch", "TopicPartition", "highest_offsets"]
+__all__ = ["ColumnLoader", "Headers", "Record", "RecordBatch", "TopicPartition", "highest_offsets"]

@@ -55,8 +55,11 @@ PLAIN = [_msg(i) for i in range(50)]
         ),
     ],
 )
-def test_batch_conversion_matches_per_message_conversion(batch: list[confluent_kafka.Message]) -> None:
-    got = _convert(batch)
+@pytest.mark.parametrize("topic", [None, "orders"], ids=["topic-unknown", "topic-known"])
+def test_batch_conversion_matches_per_message_conversion(
+    batch: list[confluent_kafka.Message], topic: str | None
+) -> None:
+    got = _convert(batch, topic)
     converted = got if isinstance(got, list) else got.records()
     assert converted == [_message(m) for m in batch]
     assert [type(item) for item in converted] == [
@@ -70,3 +73,14 @@ def test_batch_records_carry_every_field() -> None:
     [record] = batch.records()
     assert record == Record("orders", 1, 4, b"k4", b"vvvv", 1_700_000_000_004, 1, ())
     assert record.topic_partition == ("orders", 1)
+
+
+def test_batch_offsets_and_columns_match_the_messages() -> None:
+    batch = _convert(PLAIN, "orders")
+    assert not isinstance(batch, list)
+    assert batch.topic == "orders"
+    assert batch.highest_offsets() == {("orders", p): max(range(p, 50, 3)) for p in range(3)}
+    assert batch.offset_bounds()[0] == {("orders", p): p for p in range(3)}
+    assert batch.values == [m.value() for m in PLAIN]
+    assert batch.timestamps_ms == [m.timestamp()[1] for m in PLAIN]
+    assert batch.headers is None

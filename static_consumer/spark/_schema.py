@@ -81,10 +81,16 @@ def batches_to_table(batches: Sequence[RecordBatch]) -> pa.Table:
         headers = pa.array([h or None for h in chain.from_iterable(nested)], pa.list_(HEADER_TYPE))
     else:
         headers = pa.nulls(n, pa.list_(HEADER_TYPE))
+    topics = {b.topic for b in batches if len(b)}
+    topic = topics.pop() if len(topics) == 1 else None
+    if topic is None:
+        topic_column = pa.array(column(_TOPICS), pa.string())
+    else:  # one topic, the usual case: repeated in C rather than converted string by string
+        topic_column = pa.repeat(pa.scalar(topic, pa.string()), n)
     columns = [
         pa.array(column(_KEYS), pa.binary()),
         pa.array(column(_VALUES), pa.binary()),
-        pa.array(column(_TOPICS), pa.string()),
+        topic_column,
         pa.array(column(_PARTITIONS), pa.int32()),
         pa.array(column(_OFFSETS), pa.int64()),
         pa.array(column(_STAMPS), pa.int64()).cast(pa.timestamp("ms", tz="UTC")).cast(TIMESTAMP_TYPE),

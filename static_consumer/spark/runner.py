@@ -219,11 +219,13 @@ class MicroBatchRunner:
             collect_s=collect_s,
         )
         self._next_id += 1
-        chunks = batch.chunks
+        # Built here rather than on the worker: it holds the GIL either way, and this leaves the worker
+        # with work that mostly runs without it (the Parquet write, Spark), alongside the next collect.
+        table = batches_to_table(batch.chunks)
 
         def work() -> None:
             begun = self._clock()
-            df, cleanup = self._frames(batches_to_table(chunks))
+            df, cleanup = self._frames(table)
             try:
                 self._call(df, info, begun)
             finally:

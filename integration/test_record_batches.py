@@ -1,0 +1,126 @@
+"""consume_batch() on a real broker: what a RecordBatch says, and what committing it commits.
+
+A batch's columns are built from librdkafka's messages only when read, and its offset helpers take each
+partition's first and last record in the order librdkafka delivered them (offset order per partition).
+These tests hold those shortcuts to what the broker really stored: every produced record arrives once,
+field for field, and committing each batch leaves the group's committed offsets at the end of every
+partition, for a one-topic subscription (the topic column is not even built) and for two topics.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+
+from confluent_kafka import Producer
+
+from static_consumer import ConsumerSettings, RecordBatch, StaticConsumer
+from static_consumer.testing import committed_offsets
+from static_consumer.testing.kafka_ops import QUIET_LOGGER
+
+PARTITIONS = 3
+PER_TOPIC = 3000
+
+
+def _produce(bootstrap: str, topic: str) -> dict[bytes, tuple[bytes | None, tuple[tuple[str, bytes], ...]]]:
+    """PER_TOPIC records keyed ``topic:i``; every 100th has a header, every 250th a null value."""
+    producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 5, "logger": QUIET_LOGGER})
+    sent: dict[bytes, tuple[bytes | None, tuple[tuple[str, bytes], ...]]] = {}
+    for i in range(PER_TOPIC):
+        key = f"{topic}:{i}".encode()
+        value = None if i % 250 == 0 else b"v%d" % i
+        headers = (("trace", b"%d" % i),) if i % 100 == 0 else ()
+        producer.produce(topic, key=key, value=value, headers=list(headers) or None, partition=i % PARTITIONS)
+        sent[key] = (value, headers)
+        if i % 500 == 0:
+            producer.poll(0)
+    assert producer.flush(30) == 0
+    return sent
+
+
+def _read_all(consumer: StaticConsumer, expected: int, deadline_s: float = 60.0) -> list[RecordBatch]:
+    batches: list[RecordBatch] = []
+    seen, deadline = 0, time.monotonic() + deadline_s
+    while seen < expected and time.monotonic() < deadline:
+        batch = consumer.consume_batch(500, 1.0)
+        if not len(batch):
+            continue
+        # Each batch's offset helpers against its records, before anything else is read from it.
+        by_partition: dict[tuple[str, int], list[int]] = {}
+        for record in batch.records():
+            by_partition.setdefault((record.topic, record.partition), []).append(record.offset)
+        assert batch.highest_offsets() == {tp: max(offs) for tp, offs in by_partition.items()}
+        assert batch.offset_bounds()[0] == {tp: min(offs) for tp, offs in by_partition.items()}
+        assert batch.positions() == set(by_partition)
+        committed = consumer.commit(batch)
+        assert {(tp.topic, tp.partition): o for tp, o in committed.items()} == {
+            tp: max(offs) + 1 for tp, offs in by_partition.items()
+        }
+        batches.append(batch)
+        seen += len(batch)
+    return batches
+
+
+def _check(
+    batches: list[RecordBatch], sent: dict[bytes, tuple[bytes | None, tuple[tuple[str, bytes], ...]]]
+) -> None:
+    got = [record for batch in batches for record in batch]
+    assert sorted(r.key or b"" for r in got) == sorted(sent), "every record once, none twice"
+    for record in got:
+        assert record.key is not None
+        assert (record.value, record.headers) == sent[record.key]
+        assert record.topic == record.key.split(b":")[0].decode()
+        assert record.timestamp_ms is not None and record.timestamp_type == 1  # CreateTime
+
+
+def test_one_topic_batches_match_the_broker_and_commit_every_partition_to_its_end(
+    kafka_bootstrap_servers: str,
+    kafka_topic_factory: Callable[..., str],
+    kafka_group_id_factory: Callable[..., str],
+) -> None:
+    topic, group_id = kafka_topic_factory(PARTITIONS), kafka_group_id_factory()
+    sent = _produce(kafka_bootstrap_servers, topic)
+    settings = ConsumerSettings(
+        bootstrap_servers=kafka_bootstrap_servers,
+        group_id=group_id,
+        topics=(topic,),
+        instance_id="batches-0",
+        session_timeout_ms=10_000,
+    )
+    with StaticConsumer(settings) as consumer:
+        batches = _read_all(consumer, len(sent))
+    assert all(batch.topic == topic for batch in batches)
+    _check(batches, sent)
+    per_partition = PER_TOPIC // PARTITIONS
+    assert committed_offsets(kafka_bootstrap_servers, group_id, topic, PARTITIONS) == {
+        p: per_partition for p in range(PARTITIONS)
+    }
+
+
+def test_two_topic_batches_match_the_broker_and_commit_both_topics(
+    kafka_bootstrap_servers: str,
+    kafka_topic_factory: Callable[..., str],
+    kafka_group_id_factory: Callable[..., str],
+) -> None:
+    topics, group_id = (
+        (kafka_topic_factory(PARTITIONS), kafka_topic_factory(PARTITIONS)),
+        kafka_group_id_factory(),
+    )
+    sent = {**_produce(kafka_bootstrap_servers, topics[0]), **_produce(kafka_bootstrap_servers, topics[1])}
+    settings = ConsumerSettings(
+        bootstrap_servers=kafka_bootstrap_servers,
+        group_id=group_id,
+        topics=topics,
+        instance_id="batches-0",
+        session_timeout_ms=10_000,
+    )
+    with StaticConsumer(settings) as consumer:
+        batches = _read_all(consumer, len(sent))
+    _check(batches, sent)
+    for batch in batches:
+        assert batch.topic == (batch.topics[0] if len(set(batch.topics)) == 1 else None)
+    per_partition = PER_TOPIC // PARTITIONS
+    for topic in topics:
+        assert committed_offsets(kafka_bootstrap_servers, group_id, topic, PARTITIONS) == {
+            p: per_partition for p in range(PARTITIONS)
+        }
