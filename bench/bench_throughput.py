@@ -1,6 +1,6 @@
 """Consume throughput of StaticConsumer next to a raw confluent-kafka loop, in one run on one topic.
 
-    python bench/bench_throughput.py [--records 1000000] [--repeats 2]
+    python bench/bench_throughput.py [--records 1000000] [--repeats 5]
 
 Three loops read the same records from the beginning with their own group id, in batches of 500,
 committing after each batch (the at-least-once pattern), and touch every record's value: raw
@@ -10,8 +10,8 @@ Each pass is timed from its first record to its last, in wall time (records/s) a
 process (the Python loop plus librdkafka's threads; the broker runs elsewhere), which is steadier than
 wall time on a shared machine. Also measures restart-to-first-record latency of a static member: close,
 start a new process-equivalent consumer with the same instance id, time until its first record. Prints
-the numbers and the ratios to the raw loop (goal >= 0.97). Uses KAFKA_BOOTSTRAP_SERVERS or the
-embedded broker.
+the numbers and the ratios to the raw loop (goal >= 0.97, on the median pass). Uses
+KAFKA_BOOTSTRAP_SERVERS or the embedded broker.
 """
 
 from __future__ import annotations
@@ -29,6 +29,9 @@ from static_consumer.testing import create_topic, local_cluster
 from static_consumer.testing.kafka_ops import QUIET_LOGGER
 
 BATCH = 500
+# Judged on the median pass: a best-of-N ratio compares each loop's single luckiest pass, and on a shared
+# machine one lucky pass moves it by a few percent either way.
+GOAL = 0.97
 VALUE = operator.attrgetter("value")
 PARTITIONS = 6
 
@@ -190,9 +193,10 @@ def main() -> None:
     raw = summary["raw confluent-kafka"]
     for name in ("consume_batch", "consume"):
         best, median, cpu = summary[name]
+        verdict = "met" if median / raw[1] >= GOAL else "NOT met"
         print(
             f"{labels[name]} / raw: {best / raw[0]:.3f} best, {median / raw[1]:.3f} median; "
-            f"CPU per record x{cpu / raw[2]:.2f} (goal >= 0.97)"
+            f"CPU per record x{cpu / raw[2]:.2f} (goal >= {GOAL} on the median: {verdict})"
         )
     print(
         f"static restart -> first record: median {statistics.median(latency):.2f} s "

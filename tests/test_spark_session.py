@@ -51,6 +51,7 @@ def test_local_sessions_get_memory_quiet_logs_and_jars() -> None:
     assert conf["spark.jars"] == "/a.jar,/b.jar"
     assert conf["spark.ui.showConsoleProgress"] == "false"
     assert conf["spark.driver.bindAddress"] == "127.0.0.1"
+    assert conf["spark.sql.execution.arrow.localRelationThreshold"] == "0"  # tables go to executors
     assert conf["spark.driver.extraJavaOptions"] == f"-Dlog4j2.configurationFile={log4j2_config().as_uri()}"
     assert "rootLogger.level = warn" in log4j2_config().read_text()  # shipped with the package
 

@@ -73,6 +73,11 @@ def local_conf(
         "spark.ui.enabled": "false",
         # Arrow is how batches cross from Python to the JVM; keep it on even if a cluster default is off.
         "spark.sql.execution.arrow.pyspark.enabled": "true",
+        # createDataFrame(arrow table) turns tables under this size (default 48 MiB, i.e. every bridge
+        # batch) into rows on the driver, in one thread, and ships the rows in the tasks. At 0 the Arrow
+        # batches go to the executors as they are and are read there in parallel: measured here, a
+        # 100,000-record batch went from 0.5-0.6 s to 0.17-0.3 s (createDataFrame plus a noop write).
+        "spark.sql.execution.arrow.localRelationThreshold": "0",
     }
     if bind_localhost:
         conf["spark.driver.host"] = "127.0.0.1"
