@@ -14,7 +14,8 @@ from collections.abc import Callable
 
 from confluent_kafka import Producer
 
-from static_consumer import ConsumerSettings, RecordBatch, StaticConsumer
+from static_consumer import ConsumerSettings, Record, RecordBatch, StaticConsumer, TopicPartition
+from static_consumer._adapter import ConfluentAdapter
 from static_consumer.testing import committed_offsets
 from static_consumer.testing.kafka_ops import QUIET_LOGGER
 
@@ -124,3 +125,47 @@ def test_two_topic_batches_match_the_broker_and_commit_both_topics(
         assert committed_offsets(kafka_bootstrap_servers, group_id, topic, PARTITIONS) == {
             p: per_partition for p in range(PARTITIONS)
         }
+
+
+def test_a_new_subscription_never_labels_queued_records_of_the_old_topic_with_the_new_one(
+    kafka_bootstrap_servers: str,
+    kafka_topic_factory: Callable[..., str],
+    kafka_group_id_factory: Callable[..., str],
+) -> None:
+    """librdkafka keeps handing out prefetched records of the old subscription until the rebalance
+    runs, so the adapter's one-topic shortcut must not name them after the new topic."""
+    old, new = kafka_topic_factory(PARTITIONS), kafka_topic_factory(PARTITIONS)
+    _produce(kafka_bootstrap_servers, old)
+    _produce(kafka_bootstrap_servers, new)
+    adapter = ConfluentAdapter(
+        {
+            "bootstrap.servers": kafka_bootstrap_servers,
+            "group.id": kafka_group_id_factory(),
+            "auto.offset.reset": "earliest",
+            "enable.auto.commit": False,
+        }
+    )
+
+    def ignore(_: list[TopicPartition]) -> None:
+        pass
+
+    records: list[Record] = []
+    try:
+        adapter.subscribe([old], on_assign=ignore, on_revoke=ignore, on_lost=ignore)
+        deadline = time.monotonic() + 60
+        while not records and time.monotonic() < deadline:  # joined, fetching, records queued
+            got = adapter.consume_batch(10, 1.0)
+            records += (
+                got.records() if isinstance(got, RecordBatch) else [r for r in got if isinstance(r, Record)]
+            )
+        adapter.subscribe([new], on_assign=ignore, on_revoke=ignore, on_lost=ignore)
+        while not any(r.topic == new for r in records) and time.monotonic() < deadline:
+            got = adapter.consume_batch(500, 1.0)
+            records += (
+                got.records() if isinstance(got, RecordBatch) else [r for r in got if isinstance(r, Record)]
+            )
+    finally:
+        adapter.close()
+    assert any(r.topic == new for r in records), "the new subscription delivered nothing within 60 s"
+    mislabelled = [r for r in records if r.key is None or r.key.split(b":")[0].decode() != r.topic]
+    assert not mislabelled, f"{len(mislabelled)} records carry another topic's name, e.g. {mislabelled[0]}"

@@ -27,7 +27,7 @@ import functools
 import logging
 import operator
 import struct
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 import confluent_kafka
@@ -229,9 +229,17 @@ class ConfluentAdapter:
         cfg["error_cb"] = self._on_error
         cfg["logger"] = LIBRDKAFKA_LOGGER
         self._consumer = confluent_kafka.Consumer(cfg)
-        # The one topic every message comes from, when the subscription or assignment has only one
-        # (librdkafka fetches nothing else): batches then skip building a topic per message.
+        # Every topic (or "^pattern") this client was ever told to read, and the one topic every message
+        # comes from when that is a single named topic: batches then skip building a topic per message.
+        # Never narrowed: after a new subscription or assignment, librdkafka may still hand out queued
+        # messages of the old one until its rebalance runs.
+        self._sources: set[str] = set()
         self._topic: str | None = None
+
+    def _reading(self, topics: Iterable[str]) -> None:
+        self._sources.update(topics)
+        only = next(iter(self._sources)) if len(self._sources) == 1 else None
+        self._topic = None if only is None or only.startswith("^") else only  # a pattern may match many
 
     def _on_error(self, err: confluent_kafka.KafkaError) -> None:
         self._errors.append(poll_error(err))
@@ -248,8 +256,7 @@ class ConfluentAdapter:
         on_revoke: RebalanceCallback,
         on_lost: RebalanceCallback,
     ) -> None:
-        # A pattern ("^...") may match several topics.
-        self._topic = topics[0] if len(topics) == 1 and not topics[0].startswith("^") else None
+        self._reading(topics)
         # confluent-kafka applies the (incremental) assign/unassign itself after each callback returns.
         self._consumer.subscribe(
             list(topics),
@@ -259,13 +266,11 @@ class ConfluentAdapter:
         )
 
     def assign(self, partitions: Mapping[TopicPartition, int | None]) -> None:
-        topics = {tp.topic for tp in partitions}
-        self._topic = topics.pop() if len(topics) == 1 else None
+        self._reading(tp.topic for tp in partitions)
         self._consumer.assign(_starts(partitions))
 
     def incremental_assign(self, partitions: Mapping[TopicPartition, int | None]) -> None:
-        if any(tp.topic != self._topic for tp in partitions):
-            self._topic = None
+        self._reading(tp.topic for tp in partitions)
         self._consumer.incremental_assign(_starts(partitions))
 
     def incremental_unassign(self, partitions: Sequence[TopicPartition]) -> None:
@@ -346,7 +351,6 @@ class ConfluentAdapter:
             return None
 
     def unsubscribe(self) -> None:
-        self._topic = None
         self._consumer.unsubscribe()
 
     def close(self) -> None:

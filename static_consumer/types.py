@@ -119,7 +119,7 @@ class RecordBatch:
         read. ``topic``, when the caller knows every record is of that one topic, saves the topic column."""
         batch = cls.__new__(cls)
         batch._size, batch._columns, batch._load = size, {}, load
-        batch._topic, batch._in_order = topic, True
+        batch._topic, batch._in_order = (topic if size else None), True
         return batch
 
     def _column(self, name: str) -> Any:

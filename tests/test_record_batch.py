@@ -127,6 +127,11 @@ def test_a_known_topic_saves_the_topic_column() -> None:
     assert "topics" not in asked
 
 
+def test_an_empty_batch_has_no_topic_even_when_the_consumer_reads_one() -> None:
+    batch, _ = deferred([], topic="orders")
+    assert batch.topic is None and batch.topics == [] and batch.highest_offsets() == {}
+
+
 def test_columns_of_different_lengths_are_refused() -> None:
     with pytest.raises(ValueError, match="differ in length"):
         RecordBatch(["t"], [0], [1, 2], [None], [None], [None], [1])
