@@ -172,8 +172,6 @@ def _convert(
     """
     if any(map(_Message.error, msgs)):  # KafkaError is truthy; None is not
         return [_message(m) for m in msgs]
-    if topic is None:
-        return RecordBatch.deferred(len(msgs), _Columns(msgs))
     return RecordBatch.deferred(len(msgs), _Columns(msgs), topic=topic)
 
 

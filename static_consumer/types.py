@@ -114,12 +114,14 @@ class RecordBatch:
         self._in_order = False
 
     @classmethod
-    def deferred(cls, size: int, load: ColumnLoader, *, topic: str | None = _UNKNOWN) -> RecordBatch:
+    def deferred(cls, size: int, load: ColumnLoader, *, topic: str | None = None) -> RecordBatch:
         """A batch of ``size`` records in client order whose columns come from ``load(name)`` when first
-        read. ``topic``, when the caller knows every record is of that one topic, saves the topic column."""
+        read. ``topic``, when the caller knows every record is of that one topic, saves the topic column;
+        None leaves it to the records."""
         batch = cls.__new__(cls)
         batch._size, batch._columns, batch._load = size, {}, load
-        batch._topic, batch._in_order = (topic if size else None), True
+        batch._topic = topic if topic is not None and size else _UNKNOWN
+        batch._in_order = True
         return batch
 
     def _column(self, name: str) -> Any:

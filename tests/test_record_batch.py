@@ -75,8 +75,6 @@ def deferred(rs: list[Record], *, topic: str | None = None) -> tuple[RecordBatch
         column: list[object] | None = getattr(source, name)
         return column
 
-    if topic is None:
-        return RecordBatch.deferred(len(rs), load), asked
     return RecordBatch.deferred(len(rs), load, topic=topic), asked
 
 
