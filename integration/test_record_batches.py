@@ -74,42 +74,16 @@ def _check(
         assert record.timestamp_ms is not None and record.timestamp_type == 1  # CreateTime
 
 
-def test_one_topic_batches_match_the_broker_and_commit_every_partition_to_its_end(
-    kafka_bootstrap_servers: str,
-    kafka_topic_factory: Callable[..., str],
-    kafka_group_id_factory: Callable[..., str],
-) -> None:
-    topic, group_id = kafka_topic_factory(PARTITIONS), kafka_group_id_factory()
-    sent = _produce(kafka_bootstrap_servers, topic)
+def _read_check_and_commit_all(
+    bootstrap: str,
+    group_id: str,
+    topics: tuple[str, ...],
+    sent: dict[bytes, tuple[bytes | None, tuple[tuple[str, bytes], ...]]],
+) -> list[RecordBatch]:
+    """Read every sent record with consume_batch, committing each batch; check the records and that the
+    group's committed offsets are at the end of every partition of every topic."""
     settings = ConsumerSettings(
-        bootstrap_servers=kafka_bootstrap_servers,
-        group_id=group_id,
-        topics=(topic,),
-        instance_id="batches-0",
-        session_timeout_ms=10_000,
-    )
-    with StaticConsumer(settings) as consumer:
-        batches = _read_all(consumer, len(sent))
-    assert all(batch.topic == topic for batch in batches)
-    _check(batches, sent)
-    per_partition = PER_TOPIC // PARTITIONS
-    assert committed_offsets(kafka_bootstrap_servers, group_id, topic, PARTITIONS) == {
-        p: per_partition for p in range(PARTITIONS)
-    }
-
-
-def test_two_topic_batches_match_the_broker_and_commit_both_topics(
-    kafka_bootstrap_servers: str,
-    kafka_topic_factory: Callable[..., str],
-    kafka_group_id_factory: Callable[..., str],
-) -> None:
-    topics, group_id = (
-        (kafka_topic_factory(PARTITIONS), kafka_topic_factory(PARTITIONS)),
-        kafka_group_id_factory(),
-    )
-    sent = {**_produce(kafka_bootstrap_servers, topics[0]), **_produce(kafka_bootstrap_servers, topics[1])}
-    settings = ConsumerSettings(
-        bootstrap_servers=kafka_bootstrap_servers,
+        bootstrap_servers=bootstrap,
         group_id=group_id,
         topics=topics,
         instance_id="batches-0",
@@ -118,13 +92,35 @@ def test_two_topic_batches_match_the_broker_and_commit_both_topics(
     with StaticConsumer(settings) as consumer:
         batches = _read_all(consumer, len(sent))
     _check(batches, sent)
-    for batch in batches:
-        assert batch.topic == (batch.topics[0] if len(set(batch.topics)) == 1 else None)
     per_partition = PER_TOPIC // PARTITIONS
     for topic in topics:
-        assert committed_offsets(kafka_bootstrap_servers, group_id, topic, PARTITIONS) == {
+        assert committed_offsets(bootstrap, group_id, topic, PARTITIONS) == {
             p: per_partition for p in range(PARTITIONS)
         }
+    return batches
+
+
+def test_one_topic_batches_match_the_broker_and_commit_every_partition_to_its_end(
+    kafka_bootstrap_servers: str,
+    kafka_topic_factory: Callable[..., str],
+    kafka_group_id_factory: Callable[..., str],
+) -> None:
+    topic = kafka_topic_factory(PARTITIONS)
+    sent = _produce(kafka_bootstrap_servers, topic)
+    batches = _read_check_and_commit_all(kafka_bootstrap_servers, kafka_group_id_factory(), (topic,), sent)
+    assert all(batch.topic == topic for batch in batches)
+
+
+def test_two_topic_batches_match_the_broker_and_commit_both_topics(
+    kafka_bootstrap_servers: str,
+    kafka_topic_factory: Callable[..., str],
+    kafka_group_id_factory: Callable[..., str],
+) -> None:
+    topics = (kafka_topic_factory(PARTITIONS), kafka_topic_factory(PARTITIONS))
+    sent = {**_produce(kafka_bootstrap_servers, topics[0]), **_produce(kafka_bootstrap_servers, topics[1])}
+    batches = _read_check_and_commit_all(kafka_bootstrap_servers, kafka_group_id_factory(), topics, sent)
+    for batch in batches:
+        assert batch.topic == (batch.topics[0] if len(set(batch.topics)) == 1 else None)
 
 
 def test_a_new_subscription_never_labels_queued_records_of_the_old_topic_with_the_new_one(
@@ -150,20 +146,21 @@ def test_a_new_subscription_never_labels_queued_records_of_the_old_topic_with_th
         pass
 
     records: list[Record] = []
+
+    def take(max_records: int) -> None:
+        got = adapter.consume_batch(max_records, 1.0)
+        records.extend(
+            got.records() if isinstance(got, RecordBatch) else (r for r in got if isinstance(r, Record))
+        )
+
     try:
         adapter.subscribe([old], on_assign=ignore, on_revoke=ignore, on_lost=ignore)
         deadline = time.monotonic() + 60
         while not records and time.monotonic() < deadline:  # joined, fetching, records queued
-            got = adapter.consume_batch(10, 1.0)
-            records += (
-                got.records() if isinstance(got, RecordBatch) else [r for r in got if isinstance(r, Record)]
-            )
+            take(10)
         adapter.subscribe([new], on_assign=ignore, on_revoke=ignore, on_lost=ignore)
         while not any(r.topic == new for r in records) and time.monotonic() < deadline:
-            got = adapter.consume_batch(500, 1.0)
-            records += (
-                got.records() if isinstance(got, RecordBatch) else [r for r in got if isinstance(r, Record)]
-            )
+            take(500)
     finally:
         adapter.close()
     assert any(r.topic == new for r in records), "the new subscription delivered nothing within 60 s"
