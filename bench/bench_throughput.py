@@ -34,6 +34,7 @@ BATCH = 500
 GOAL = 0.97
 VALUE = operator.attrgetter("value")
 PARTITIONS = 6
+RAW = "raw confluent-kafka"
 
 
 def produce_bulk(bootstrap: str, topic: str, count: int) -> None:
@@ -158,9 +159,9 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=5)
     args = parser.parse_args()
     passes = {
-        "raw confluent-kafka": raw_pass,
-        "consume_batch": functools.partial(wrapper_pass, columns=True),
-        "consume": wrapper_pass,
+        RAW: raw_pass,
+        "StaticConsumer.consume_batch": functools.partial(wrapper_pass, columns=True),
+        "StaticConsumer.consume": wrapper_pass,
     }
     results: dict[str, list[Pass]] = {name: [] for name in passes}
     with local_cluster(os.environ) as cluster:
@@ -177,11 +178,6 @@ def main() -> None:
                 results[name].append(run(bootstrap, topic, args.records))
             print(f"  pass {repeat + 1}: " + ", ".join(f"{n} {r[-1][0]:,.0f}/s" for n, r in results.items()))
         latency = restart_latency(bootstrap, topic)
-    labels = {
-        "raw confluent-kafka": "raw confluent-kafka",
-        "consume_batch": "StaticConsumer.consume_batch",
-        "consume": "StaticConsumer.consume",
-    }
     print(f"{'loop':<30} {'best rec/s':>11} {'median rec/s':>13} {'CPU us/rec':>11}  passes (rec/s)")
     summary: dict[str, tuple[float, float, float]] = {}
     for name, got in results.items():
@@ -189,13 +185,12 @@ def main() -> None:
         summary[name] = (max(rates), statistics.median(rates), statistics.median(cpus))
         best, median, cpu = summary[name]
         passes_text = ", ".join(f"{r:,.0f}" for r in rates)
-        print(f"{labels[name]:<30} {best:>11,.0f} {median:>13,.0f} {cpu:>11.2f}  {passes_text}")
-    raw = summary["raw confluent-kafka"]
-    for name in ("consume_batch", "consume"):
-        best, median, cpu = summary[name]
+        print(f"{name:<30} {best:>11,.0f} {median:>13,.0f} {cpu:>11.2f}  {passes_text}")
+    raw = summary.pop(RAW)
+    for name, (best, median, cpu) in summary.items():
         verdict = "met" if median / raw[1] >= GOAL else "NOT met"
         print(
-            f"{labels[name]} / raw: {best / raw[0]:.3f} best, {median / raw[1]:.3f} median; "
+            f"{name} / raw: {best / raw[0]:.3f} best, {median / raw[1]:.3f} median; "
             f"CPU per record x{cpu / raw[2]:.2f} (goal >= {GOAL} on the median: {verdict})"
         )
     print(
