@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from static_consumer.admin import describe_group
-from static_consumer.cli import main
+from static_consumer.admin.cli import main
 from static_consumer.settings import ConsumerSettings
 from static_consumer.testing.processes import ConsumerProcess, wait_until
 from static_consumer.testing.specs import confluent_spec

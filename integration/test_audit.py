@@ -11,8 +11,8 @@ from typing import Any
 
 import pytest
 
-from static_consumer.audit import audit_group
-from static_consumer.cli import main
+from static_consumer.admin.audit import audit_group
+from static_consumer.admin.cli import main
 from static_consumer.settings import ConsumerSettings
 from static_consumer.testing import add_partitions
 from static_consumer.testing.processes import ConsumerProcess, wait_until

@@ -215,7 +215,16 @@ def test_unreachable_bootstrap_servers_fail_start_with_a_retriable_error_after_t
     assert consumer.state is State.NEW, "nothing joined"
 
     cli = subprocess.run(
-        [sys.executable, "-m", "static_consumer.cli", "probe", "-b", bootstrap, "--connect-timeout-s", "2"],
+        [
+            sys.executable,
+            "-m",
+            "static_consumer.admin.cli",
+            "probe",
+            "-b",
+            bootstrap,
+            "--connect-timeout-s",
+            "2",
+        ],
         capture_output=True,
         text=True,
         timeout=60,

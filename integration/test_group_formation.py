@@ -46,7 +46,7 @@ def _form_staggered(
 
 def _probe_cli(bootstrap: str, *extra: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "static_consumer.cli", "probe", "-b", bootstrap, *extra],
+        [sys.executable, "-m", "static_consumer.admin.cli", "probe", "-b", bootstrap, *extra],
         capture_output=True,
         text=True,
         timeout=60,

@@ -15,7 +15,7 @@ from typing import Any
 
 from confluent_kafka import Consumer, TopicPartition
 
-from static_consumer.audit import audit_group
+from static_consumer.admin.audit import audit_group
 from static_consumer.settings import ConsumerSettings
 from static_consumer.testing import JvmKafkaCluster, create_topic, produce
 from static_consumer.testing.group import Group

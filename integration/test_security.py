@@ -19,8 +19,8 @@ from typing import Any
 import pytest
 
 from static_consumer import StaticConsumer
-from static_consumer.audit import audit_group
-from static_consumer.cli import main
+from static_consumer.admin.audit import audit_group
+from static_consumer.admin.cli import main
 from static_consumer.errors import AuthenticationError, ConfigurationError, StaticConsumerError
 from static_consumer.settings import ConsumerSettings
 from static_consumer.testing import JvmKafkaCluster, committed_offsets, create_topic, produce

@@ -15,7 +15,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from static_consumer import _admin_io, admin
-from static_consumer._ordinals import instance_id_for, ordinal_of, ordinal_pattern
+from static_consumer.admin._ordinals import instance_id_for, ordinal_of, ordinal_pattern
 from static_consumer.errors import (
     BrokerUnavailableError,
     CapabilityError,

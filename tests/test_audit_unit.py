@@ -7,7 +7,7 @@ from pathlib import Path
 
 from static_consumer._admin_io import _from_describe_groups
 from static_consumer._groups import GroupDescription, GroupMember
-from static_consumer.audit import audit_description, topics_of
+from static_consumer.admin.audit import audit_description, topics_of
 from static_consumer.types import TopicPartition
 
 RECORDED = json.loads((Path(__file__).parent / "data" / "describe_groups_mixed.json").read_text())

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from static_consumer.bounce.metrics import (
+from static_consumer.demo.metrics import (
     MemberRun,
     delivery,
     live_revocations,

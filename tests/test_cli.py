@@ -14,9 +14,9 @@ from typing import Any
 import pytest
 
 from static_consumer._groups import GroupDescription, GroupMember, RemovalFailure, RemovalResult
-from static_consumer.audit import GroupAudit, audit_description
+from static_consumer.admin.audit import GroupAudit, audit_description
+from static_consumer.admin.cli import Operations, main
 from static_consumer.capabilities import BrokerCapabilities
-from static_consumer.cli import Operations, main
 from static_consumer.errors import BrokerUnavailableError, UnknownInstanceIdError
 from static_consumer.settings import ConsumerSettings
 from static_consumer.types import TopicPartition

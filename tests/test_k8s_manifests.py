@@ -13,8 +13,8 @@ from typing import Any
 import pytest
 import yaml  # type: ignore[import-untyped]
 
-from static_consumer._ordinals import ordinal_of, ordinal_pattern
-from static_consumer.cli import build_parser
+from static_consumer.admin._ordinals import ordinal_of, ordinal_pattern
+from static_consumer.admin.cli import build_parser
 from static_consumer.identity import INSTANCE_ID_ENV, POD_NAME_ENVS, resolve_identity
 from static_consumer.settings import ConsumerSettings
 

@@ -1,0 +1,1 @@
+"""Deprecated: the rolling-bounce experiment moved to :mod:`static_consumer.demo`."""

@@ -23,21 +23,50 @@ import os
 import secrets
 import uuid
 from collections.abc import Callable, Iterator, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from static_consumer.testing.backends import KafkaCluster, local_cluster
-from static_consumer.testing.jvm import JvmKafkaCluster
-from static_consumer.testing.kafka_ops import create_topic
-from static_consumer.testing.processes import ConsumerProcess
-from static_consumer.testing.sasl import SaslUsers
+if TYPE_CHECKING:  # the harness is imported by the fixtures that use it, never at plugin load
+    from static_consumer.testing.backends import KafkaCluster
+    from static_consumer.testing.jvm import JvmKafkaCluster
+    from static_consumer.testing.processes import ConsumerProcess
 
-_clusters: list[KafkaCluster] = []
+# Loading this plugin (pytest does it in every session where the package is installed) imports only
+# pytest and the standard library, defines fixtures and registers no hook. The hooks that attach broker
+# logs to failed tests and print the broker summary are registered by the first fixture that starts a
+# broker or a consumer process, so sessions that never use them see nothing of this plugin.
+_clusters: list[Any] = []
 _summary: list[str] = []
+_REPORTER_NAME = "static_consumer-broker-reports"
+
+
+class _BrokerReports:
+    """Hooks registered on first use: broker log tails on failed tests, the broker summary at the end."""
+
+    @pytest.hookimpl(hookwrapper=True)
+    def pytest_runtest_makereport(self, item: pytest.Item, call: pytest.CallInfo[None]) -> Iterator[Any]:
+        outcome: Any = yield
+        report = outcome.get_result()
+        if report.failed:
+            item._static_consumer_failed = True  # type: ignore[attr-defined]
+            for cluster in list(_clusters):
+                report.sections.append((f"kafka broker log ({cluster.backend})", cluster.log_tail(60)))
+
+    def pytest_terminal_summary(self, terminalreporter: Any) -> None:
+        if _summary:
+            terminalreporter.section("static_consumer: Kafka brokers")
+            for line in _summary:
+                terminalreporter.write_line(line)
+
+
+def _use_reports(config: pytest.Config) -> None:
+    if not config.pluginmanager.has_plugin(_REPORTER_NAME):
+        config.pluginmanager.register(_BrokerReports(), _REPORTER_NAME)
 
 
 def _announce(config: pytest.Config, line: str) -> None:
+    _use_reports(config)
     _summary.append(line)
     reporter = config.pluginmanager.get_plugin("terminalreporter")
     if reporter is not None:
@@ -59,6 +88,8 @@ def _describe_start(cluster: Any) -> str:
 
 @pytest.fixture(scope="session")
 def kafka_cluster(pytestconfig: pytest.Config) -> Iterator[KafkaCluster]:
+    from static_consumer.testing.backends import local_cluster
+
     with local_cluster(os.environ) as cluster:
         _clusters.append(cluster)
         _announce(pytestconfig, _describe_start(cluster))
@@ -88,6 +119,8 @@ def kafka_topic_factory(kafka_bootstrap_servers: str, request: pytest.FixtureReq
         replication: int = 1,
         config: Mapping[str, str] | None = None,
     ) -> str:
+        from static_consumer.testing.kafka_ops import create_topic
+
         return create_topic(
             bootstrap or kafka_bootstrap_servers,
             _unique(prefix, request),
@@ -111,6 +144,9 @@ def kafka_group_id_factory(request: pytest.FixtureRequest) -> Callable[..., str]
 def kafka_consumer_process_factory(
     request: pytest.FixtureRequest,
 ) -> Iterator[Callable[..., ConsumerProcess]]:
+    from static_consumer.testing.processes import ConsumerProcess
+
+    _use_reports(request.config)
     started: list[ConsumerProcess] = []
 
     def start(
@@ -131,6 +167,8 @@ def kafka_consumer_process_factory(
 
 @pytest.fixture
 def kafka_jvm_cluster_factory(pytestconfig: pytest.Config) -> Iterator[Callable[..., JvmKafkaCluster]]:
+    from static_consumer.testing.jvm import JvmKafkaCluster
+
     started: list[JvmKafkaCluster] = []
 
     def start(nodes: int = 3, extra_config: Mapping[str, str] | None = None) -> JvmKafkaCluster:
@@ -149,6 +187,9 @@ def kafka_jvm_cluster_factory(pytestconfig: pytest.Config) -> Iterator[Callable[
 
 @pytest.fixture(scope="session")
 def kafka_sasl_cluster(pytestconfig: pytest.Config) -> Iterator[JvmKafkaCluster]:
+    from static_consumer.testing.jvm import JvmKafkaCluster
+    from static_consumer.testing.sasl import SaslUsers
+
     # Random per session, and long enough that finding one in a log can only mean a leak.
     users = SaslUsers({name: f"{name}-pw-{secrets.token_hex(12)}" for name in ("alice", "bob")})
     cluster = JvmKafkaCluster(1, sasl=users)
@@ -162,20 +203,3 @@ def kafka_sasl_cluster(pytestconfig: pytest.Config) -> Iterator[JvmKafkaCluster]
     finally:
         cluster.stop()
         _clusters.remove(cluster)
-
-
-@pytest.hookimpl(hookwrapper=True)
-def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Iterator[Any]:
-    outcome: Any = yield
-    report = outcome.get_result()
-    if report.failed:
-        item._static_consumer_failed = True  # type: ignore[attr-defined]
-        for cluster in list(_clusters):
-            report.sections.append((f"kafka broker log ({cluster.backend})", cluster.log_tail(60)))
-
-
-def pytest_terminal_summary(terminalreporter: Any) -> None:
-    if _summary:
-        terminalreporter.section("static_consumer: Kafka brokers")
-        for line in _summary:
-            terminalreporter.write_line(line)

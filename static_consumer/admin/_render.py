@@ -6,7 +6,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from static_consumer._groups import GroupMember, RemovalResult
-from static_consumer.audit import GroupAudit
+from static_consumer.admin.audit import GroupAudit
 from static_consumer.capabilities import BrokerCapabilities, decide
 from static_consumer.errors import StaticConsumerError
 from static_consumer.settings import ConsumerSettings

@@ -10,8 +10,7 @@ Only remove members whose process is gone: a live member that is removed rejoins
 instance id, which is one more rebalance, not a departure.
 
 All functions take the same :class:`~static_consumer.settings.ConsumerSettings` as the consumer
-(security settings included); ``group_id`` defaults to ``settings.group_id``. The live audit
-(:func:`audit_group`) lives in :mod:`static_consumer.audit` and is re-exported here.
+(security settings included); ``group_id`` defaults to ``settings.group_id``.
 """
 
 from __future__ import annotations
@@ -19,9 +18,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from static_consumer import _admin_io
-from static_consumer._groups import GroupDescription, GroupMember, RemovalFailure, RemovalResult
-from static_consumer._ordinals import instance_id_for, ordinal_of, ordinal_pattern
-from static_consumer.audit import GroupAudit, audit_group
+from static_consumer._groups import GroupDescription, RemovalResult
+from static_consumer.admin._ordinals import instance_id_for, ordinal_of, ordinal_pattern
 from static_consumer.errors import ConfigurationError, UnknownInstanceIdError
 from static_consumer.identity import validate_instance_id
 from static_consumer.settings import ConsumerSettings
@@ -118,15 +116,4 @@ def scale_down(
     return RemovalResult(group, removed, unknown + absent, failed)
 
 
-__all__ = [
-    "DEFAULT_REASON",
-    "GroupAudit",
-    "GroupDescription",
-    "GroupMember",
-    "RemovalFailure",
-    "RemovalResult",
-    "audit_group",
-    "describe_group",
-    "remove_members",
-    "scale_down",
-]
+__all__ = ["DEFAULT_REASON", "describe_group", "remove_members", "scale_down"]

@@ -16,8 +16,8 @@ import time
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 
-from static_consumer.bounce.report import table, write_json, write_timeline
-from static_consumer.bounce.runner import BounceConfig, ModeResult, run_mode
+from static_consumer.demo.report import table, write_json, write_timeline
+from static_consumer.demo.runner import BounceConfig, ModeResult, run_mode
 from static_consumer.testing.backends import local_cluster
 from static_consumer.testing.processes import ConsumerProcess
 
