@@ -1,8 +1,8 @@
 """Integration tests run against a real Apache Kafka broker from the static_consumer pytest plugin.
 
 The plugin (``-p static_consumer.testing.plugin`` in pyproject.toml's addopts) provides the fixtures;
-nothing here may skip: if the broker
-cannot start, every test errors and CI fails with the broker log tail.
+nothing here may skip: if the broker cannot start, every test errors and CI fails with the broker log
+tail.
 """
 
 from __future__ import annotations
