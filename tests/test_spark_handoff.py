@@ -10,8 +10,8 @@ from typing import Any
 import pyarrow.parquet as pq
 import pytest
 
-from static_consumer.spark import KAFKA_SCHEMA, records_to_table
 from static_consumer.errors import ConfigurationError
+from static_consumer.spark import KAFKA_SCHEMA, records_to_table
 from static_consumer.spark._handoff import FrameMaker, _host, choose, spark_schema
 from static_consumer.types import Record
 

@@ -19,6 +19,7 @@ from typing import Any, TextIO
 
 from static_consumer.events import (
     Assigned,
+    BatchProgress,
     Closed,
     FatalError,
     Fenced,
@@ -40,7 +41,21 @@ _NAMES: dict[type[MembershipEvent], str] = {
     Fenced: "fenced",
     FatalError: "fatal",
     Closed: "closed",
+    BatchProgress: "batch",
 }
+_BATCH_FIELDS = (
+    "batch_id",
+    "records",
+    "bytes",
+    "collect_s",
+    "process_s",
+    "commit_s",
+    "input_rows_per_s",
+    "processing_rows_per_s",
+    "lag",
+    "committed",
+    "version",
+)
 
 
 class EventLog(MembershipListener):
@@ -98,6 +113,9 @@ class EventLog(MembershipListener):
     def on_closed(self, event: Closed) -> None:
         self._write(event)
 
+    def on_batch(self, event: BatchProgress) -> None:
+        self._write(event)
+
     def _write(self, event: MembershipEvent) -> None:
         with self._lock:
             key = (event.group_id, event.instance_id)
@@ -133,6 +151,10 @@ def record(event: MembershipEvent, tracker: MembershipTracker) -> dict[str, Any]
         line["error"] = event.error
     elif isinstance(event, Closed):
         line["left_group"] = event.left_group
+    elif isinstance(event, BatchProgress):
+        for name in _BATCH_FIELDS:
+            value = getattr(event, name)
+            line[name] = round(value, 6) if isinstance(value, float) else value
     for outcome in outcomes:
         if isinstance(outcome, Join):
             line.update(join_kind=outcome.kind, duration_s=round(outcome.duration_s, 6))
