@@ -8,7 +8,9 @@ Spec keys besides the common ones (see :mod:`static_consumer.testing.child`):
   ``path``: at-least-once), ``parquet`` (:func:`~static_consumer.spark.write_parquet`) or ``delta``
   (:func:`~static_consumer.spark.write_delta`), both exactly-once with ``checkpoint``;
 - ``max_records``, ``max_wait_s``, ``handoff``, ``handoff_dir``, ``event_log`` (a JSONL event log,
-  which gets the ``batch`` lines), ``stop_session_at`` (stop the SparkSession inside that batch).
+  which gets the ``batch`` lines), ``stop_session_at`` (stop the SparkSession inside that batch),
+  ``hold_from_batch`` and ``hold_s`` (from that batch on, fn waits ``hold_s`` after writing: a window
+  in which the batch is in the sink but neither checkpointed as done nor committed, for a kill).
 
 Events: ready, assigned, revoked, lost, fenced, closed, batch (batch_id, records, version, first and
 last offsets per partition), summary, error (with the error class and exit code), exit. SIGTERM stops
@@ -34,6 +36,7 @@ def _sink(spec: dict[str, Any], spark: Any, emit: Emit) -> Callable[[Any, Any], 
 
     kind, path = spec.get("sink", "noop"), str(spec.get("path"))
     stop_at = spec.get("stop_session_at")
+    hold_from, hold_s = spec.get("hold_from_batch"), float(spec.get("hold_s", 0.0))
 
     def fn(df: Any, info: Any) -> None:
         if stop_at is not None and info.batch_id >= stop_at:
@@ -51,6 +54,9 @@ def _sink(spec: dict[str, Any], spark: Any, emit: Emit) -> Callable[[Any, Any], 
         offsets = {f"{tp.topic}:{tp.partition}": [r.first, r.last] for tp, r in info.offsets.items()}
         version = info.key.version if info.key is not None else None
         emit("batch", batch_id=info.batch_id, records=info.records, version=version, offsets=offsets)
+        if hold_from is not None and info.batch_id >= hold_from:
+            emit("holding", batch_id=info.batch_id)
+            time.sleep(hold_s)
 
     return fn
 

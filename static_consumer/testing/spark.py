@@ -141,6 +141,12 @@ class SparkConnectServer:
     def url(self) -> str:
         return f"sc://127.0.0.1:{self.port}"
 
+    @property
+    def pid(self) -> int:
+        """The server JVM's process id (the launch script ``exec``s the JVM)."""
+        assert self._daemon is not None, "not started"
+        return self._daemon.proc.pid
+
     def start(self) -> SparkConnectServer:
         (self._workdir / "conf").mkdir(exist_ok=True)
         self.port = free_ports(1)[0]
