@@ -113,6 +113,8 @@ def test_bridge_rows_equal_sparks_own_kafka_source(
     def collect(df: Any, info: BatchInfo) -> None:
         schemas.append(df.schema)
         rows.extend(df.collect())
+        if len(rows) >= 2_000:
+            runner.stop()  # everything is there; the idle timeout below only bounds a failing run
 
     runner = MicroBatchRunner(
         settings(bootstrap, group, topic),
@@ -122,7 +124,7 @@ def test_bridge_rows_equal_sparks_own_kafka_source(
         handoff_dir=shared,
         limits=BatchLimits(max_records=700),
     )
-    summary = runner.run(idle_timeout_s=4.0)
+    summary = runner.run(idle_timeout_s=60.0)
     assert summary.records == 2_000 and summary.batches >= 3
 
     native = (
@@ -163,10 +165,14 @@ def test_nothing_is_committed_when_fn_fails(
     assert committed_offsets(bootstrap, group, topic, 2) == {}
 
     seen: list[int] = []
-    again = MicroBatchRunner(
-        settings(bootstrap, group, topic), lambda df, info: seen.append(df.count()), spark=spark
-    )
-    again.run(idle_timeout_s=4.0)
+
+    def count(df: Any, info: BatchInfo) -> None:
+        seen.append(df.count())
+        if sum(seen) >= 500:
+            again.stop()
+
+    again = MicroBatchRunner(settings(bootstrap, group, topic), count, spark=spark)
+    again.run(idle_timeout_s=60.0)
     assert sum(seen) == 500  # the same instance, restarted, gets every record again
 
 

@@ -13,6 +13,7 @@ import json
 import time
 from collections import Counter
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -28,6 +29,46 @@ from static_consumer.testing.processes import wait_until
 
 Pods = Callable[..., ConsumerProcess]
 PARTITIONS = 3
+
+
+@dataclass
+class Stream:
+    """A topic with records, a group, and bridge pods on the Spark Connect server reading it."""
+
+    remote: str
+    bootstrap: str
+    topic: str
+    group: str
+    start: Pods
+    tmp: Path
+
+    def spec(self, **extra: Any) -> dict[str, Any]:
+        return pod_spec(self.remote, self.bootstrap, self.group, self.topic, **extra)
+
+    def committed(self) -> set[tuple[int, int]]:
+        return produced(committed_offsets(self.bootstrap, self.group, self.topic, PARTITIONS))
+
+    def wait_committed(self, count: int, timeout_s: float = 300) -> None:
+        wait_until(lambda: len(self.committed()) >= count, timeout_s, f"{count} offsets committed")
+
+
+@pytest.fixture
+def stream(
+    spark_connect_server: Any,
+    kafka_bootstrap_servers: str,
+    kafka_topic_factory: Callable[..., str],
+    kafka_group_id_factory: Callable[..., str],
+    kafka_consumer_process_factory: Pods,
+    tmp_path: Path,
+) -> Stream:
+    return Stream(
+        spark_connect_server.url,
+        kafka_bootstrap_servers,
+        kafka_topic_factory(PARTITIONS),
+        kafka_group_id_factory(),
+        kafka_consumer_process_factory,
+        tmp_path,
+    )
 
 
 def pod_spec(remote: str, bootstrap: str, group: str, topic: str, **extra: Any) -> dict[str, Any]:
@@ -93,159 +134,96 @@ def first_batch(pod: ConsumerProcess, timeout_s: float = 180) -> dict[str, Any]:
     return pod.wait_for(lambda e: e["kind"] == "batch", timeout_s, "a batch")
 
 
-def test_a_clean_static_restart_leaves_exactly_the_produced_records(
-    spark_connect_server: Any,
-    kafka_bootstrap_servers: str,
-    kafka_topic_factory: Callable[..., str],
-    kafka_group_id_factory: Callable[..., str],
-    kafka_consumer_process_factory: Pods,
-    tmp_path: Path,
-) -> None:
-    bootstrap, topic, group = (
-        kafka_bootstrap_servers,
-        kafka_topic_factory(PARTITIONS),
-        kafka_group_id_factory(),
-    )
-    spec = pod_spec(
-        spark_connect_server.url, bootstrap, group, topic, sink="append", path=str(tmp_path / "sink")
-    )
-    produce(bootstrap, topic, 3_000)
-    first = kafka_consumer_process_factory(spec, name="pod-a")
+def test_a_clean_static_restart_leaves_exactly_the_produced_records(stream: Stream) -> None:
+    spec = stream.spec(sink="append", path=str(stream.tmp / "sink"))
+    produce(stream.bootstrap, stream.topic, 3_000)
+    first = stream.start(spec, name="pod-a")
     first.wait_for(lambda e: e["kind"] == "batch" and batch_records(first) >= 800, 180, "800 records")
     assert first.stop(60) == 0  # SIGTERM mid-stream: finish the batch, commit, close without LeaveGroup
     assert batch_records(first) < 3_000, "the restart should happen while records are still waiting"
-    produce(bootstrap, topic, 1_000, start=3_000)
-    second = kafka_consumer_process_factory(spec, name="pod-b")
+    produce(stream.bootstrap, stream.topic, 1_000, start=3_000)
+    second = stream.start(spec, name="pod-b")
     wait_until(lambda: batch_records(first) + batch_records(second) >= 4_000, 180, "the remaining records")
-    assert [m.group_instance_id for m in describe_group(bootstrap, group).members] == ["spark-0"]
+    assert [m.group_instance_id for m in describe_group(stream.bootstrap, stream.group).members] == [
+        "spark-0"
+    ]
     assert second.stop(60) == 0
-    written = parquet_positions(tmp_path / "sink")
+    written = parquet_positions(stream.tmp / "sink")
     assert max(written.values()) == 1, f"duplicates: {[p for p, n in written.items() if n > 1][:10]}"
-    assert set(written) == produced(committed_offsets(bootstrap, group, topic, PARTITIONS))
-    assert len(written) == 2_400
+    assert set(written) == stream.committed() and len(written) == 4_000
 
 
 @pytest.mark.parametrize("sink", ["parquet", "delta"])
-def test_exactly_once_after_two_kill_9_mid_batch(
-    sink: str,
-    spark_connect_server: Any,
-    kafka_bootstrap_servers: str,
-    kafka_topic_factory: Callable[..., str],
-    kafka_group_id_factory: Callable[..., str],
-    kafka_consumer_process_factory: Pods,
-    tmp_path: Path,
-) -> None:
-    bootstrap, topic, group = (
-        kafka_bootstrap_servers,
-        kafka_topic_factory(PARTITIONS),
-        kafka_group_id_factory(),
-    )
-    table = tmp_path / "table"
-    common = {"sink": sink, "path": str(table), "checkpoint": str(tmp_path / "checkpoint")}
-    produce(bootstrap, topic, 4_000)
-    holding = pod_spec(
-        spark_connect_server.url, bootstrap, group, topic, hold_from_batch=1, hold_s=120, **common
-    )
+def test_exactly_once_after_two_kill_9_mid_batch(sink: str, stream: Stream) -> None:
+    table = stream.tmp / "table"
+    common = {"sink": sink, "path": str(table), "checkpoint": str(stream.tmp / "checkpoint")}
+    produce(stream.bootstrap, stream.topic, 2_400)
+    holding = stream.spec(hold_from_batch=1, hold_s=120, max_records=300, **common)
 
     # Two pods die with a batch in the sink that neither the checkpoint nor Kafka knows is done.
-    held = kill_while_holding(kafka_consumer_process_factory(holding, name="pod-a"))
-    second = kafka_consumer_process_factory(holding, name="pod-b")
+    held = kill_while_holding(stream.start(holding, name="pod-a"))
+    second = stream.start(holding, name="pod-b")
     assert first_batch(second)["version"] == held["version"]  # the replay has the key it had
     held = kill_while_holding(second)
 
-    last = kafka_consumer_process_factory(
-        {
-            **pod_spec(spark_connect_server.url, bootstrap, group, topic, **common),
-            "event_log": str(tmp_path / "log"),
-        },
-        name="pod-c",
+    # The rest in bigger batches: each Delta commit costs seconds on a loaded machine.
+    last = stream.start(
+        stream.spec(event_log=str(stream.tmp / "log"), max_records=2_000, **common), name="pod-c"
     )
     replay = first_batch(last)
     assert (replay["version"], replay["offsets"]) == (held["version"], held["offsets"])
-    wait_until(
-        lambda: len(produced(committed_offsets(bootstrap, group, topic, PARTITIONS))) >= 2_400,
-        300,
-        f"every offset committed (pod-c events: {last.events()[-3:]})",
-    )
+    stream.wait_committed(2_400)
     assert last.stop(60) == 0
 
     written = parquet_positions(table) if sink == "parquet" else delta_positions(table)
     duplicates = [p for p, n in written.items() if n > 1]
-    missing = produced(committed_offsets(bootstrap, group, topic, PARTITIONS)) - set(written)
+    missing = stream.committed() - set(written)
     assert (len(duplicates), len(missing)) == (0, 0), (duplicates[:10], sorted(missing)[:10])
     assert len(written) == 2_400
     if sink == "parquet":
         assert ds.dataset(str(table), format="parquet").schema.names == KAFKA_SCHEMA.names
-    progress = [line for line in read_event_log(tmp_path / "log") if line["event"] == "batch"]
+    progress = [line for line in read_event_log(stream.tmp / "log") if line["event"] == "batch"]
     assert progress and all(line["committed"] and line["records"] > 0 for line in progress)
     assert all(line["processing_rows_per_s"] > 0 and line["version"] for line in progress)
     assert any(line["lag"] is not None for line in progress)
 
 
 def test_stop_abandons_a_stuck_batch_within_shutdown_timeout_and_the_next_pod_replays_it(
-    spark_connect_server: Any,
-    kafka_bootstrap_servers: str,
-    kafka_topic_factory: Callable[..., str],
-    kafka_group_id_factory: Callable[..., str],
-    kafka_consumer_process_factory: Pods,
-    tmp_path: Path,
+    stream: Stream,
 ) -> None:
-    bootstrap, topic, group = (
-        kafka_bootstrap_servers,
-        kafka_topic_factory(PARTITIONS),
-        kafka_group_id_factory(),
-    )
-    common = {"sink": "parquet", "path": str(tmp_path / "table"), "checkpoint": str(tmp_path / "checkpoint")}
-    produce(bootstrap, topic, 1_500)
-    spec = pod_spec(
-        spark_connect_server.url, bootstrap, group, topic, hold_from_batch=0, hold_s=120, **common
-    )
+    common = {
+        "sink": "parquet",
+        "path": str(stream.tmp / "table"),
+        "checkpoint": str(stream.tmp / "checkpoint"),
+    }
+    produce(stream.bootstrap, stream.topic, 1_500)
+    spec = stream.spec(hold_from_batch=0, hold_s=120, **common)
     spec["settings"]["shutdown_timeout_s"] = 3.0
-    stuck = kafka_consumer_process_factory(spec, name="pod-a")
+    stuck = stream.start(spec, name="pod-a")
     held = stuck.wait_for(lambda e: e["kind"] == "holding", 180, "a stuck batch")
     begun = time.monotonic()
     assert stuck.stop(60) == 0
     took = time.monotonic() - begun
+    print(f"stop() with a hung batch and shutdown_timeout_s=3: the pod exited after {took:.1f} s")
     assert took < 30, f"stop() took {took:.1f} s with shutdown_timeout_s=3 and a 120 s fn"
-    assert committed_offsets(bootstrap, group, topic, PARTITIONS) == {}  # abandoned uncommitted
+    assert stream.committed() == set()  # abandoned uncommitted
     [batch] = [e for e in stuck.events("batch") if e["batch_id"] == held["batch_id"]]
 
-    again = kafka_consumer_process_factory(
-        pod_spec(spark_connect_server.url, bootstrap, group, topic, **common)
-    )
+    again = stream.start(stream.spec(**common), name="pod-b")
     assert first_batch(again)["version"] == batch["version"]
-    wait_until(
-        lambda: len(produced(committed_offsets(bootstrap, group, topic, PARTITIONS))) >= 1_500, 180, "all"
-    )
+    stream.wait_committed(1_500)
     assert again.stop(60) == 0
-    written = parquet_positions(tmp_path / "table")
+    written = parquet_positions(stream.tmp / "table")
     assert max(written.values()) == 1 and len(written) == 1_500
 
 
-def test_a_pod_whose_session_dies_exits_75_with_a_typed_error(
-    spark_connect_server: Any,
-    kafka_bootstrap_servers: str,
-    kafka_topic_factory: Callable[..., str],
-    kafka_group_id_factory: Callable[..., str],
-    kafka_consumer_process_factory: Pods,
-    tmp_path: Path,
-) -> None:
-    bootstrap, topic, group = kafka_bootstrap_servers, kafka_topic_factory(1), kafka_group_id_factory()
-    produce(bootstrap, topic, 1_000)
-    spec = pod_spec(
-        spark_connect_server.url,
-        bootstrap,
-        group,
-        topic,
-        sink="append",
-        path=str(tmp_path / "s"),
-        stop_session_at=1,
+def test_a_pod_whose_session_dies_exits_75_with_a_typed_error(stream: Stream) -> None:
+    produce(stream.bootstrap, stream.topic, 1_000)
+    pod = stream.start(
+        stream.spec(sink="append", path=str(stream.tmp / "s"), stop_session_at=1), name="pod-dies"
     )
-    pod = kafka_consumer_process_factory(spec, name="pod-dies")
     assert pod.wait(180) == 75
     [error] = pod.events("error")
-    assert (
-        error["kind_of"] == "SparkSessionStoppedError"
-        and "Spark session stopped during batch 1" in error["reason"]
-    )
-    assert committed_offsets(bootstrap, group, topic, 1) == {0: batch_records(pod)}  # batch 1 not committed
+    assert error["kind_of"] == "SparkSessionStoppedError", error
+    assert "Spark session stopped during batch 1" in error["reason"]
+    assert len(stream.committed()) == batch_records(pod)  # batch 1 was not committed

@@ -79,7 +79,6 @@ class InFlight:
         self.partitions = frozenset(info.offsets)
         self.error: BaseException | None = None
         self.seconds = 0.0
-        self.started_at = clock()
         self._work = work
         self._clock = clock
         self._done = threading.Event()
