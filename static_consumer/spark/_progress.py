@@ -63,6 +63,16 @@ class LagProbe:
             return None
         return sum(max(0, ends[tp] - position) for tp, position in positions.items())
 
+    def prepare(self) -> None:
+        """Connect the look-up client in the background now, so that the first batches find it ready."""
+        if self._interval_s is None:
+            return
+        with self._guard:
+            if self._busy:
+                return
+            self._busy = True
+        threading.Thread(target=self._refresh, args=([],), name="static-consumer-lag", daemon=True).start()
+
     def _refresh(self, partitions: list[TopicPartition]) -> None:
         try:
             found = self._lookup(partitions)
@@ -82,6 +92,8 @@ class LagProbe:
         if self._admin is None:
             self._closer = admin_client(self._settings, "static-consumer-spark-lag")
             self._admin = self._closer.__enter__()
+        if not partitions:
+            return {}
         specs = {KafkaTopicPartition(tp.topic, tp.partition): OffsetSpec.LATEST for tp in partitions}
         found = self._admin.list_partition_offsets(specs, timeout_ms=5_000)
         return {TopicPartition(k.topic, k.partition): int(v.offset) for k, v in found.items()}

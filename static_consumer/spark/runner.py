@@ -178,6 +178,7 @@ class MicroBatchRunner:
         batches = records = 0
         finished = False
         self._consumer.start()
+        self._lag.prepare()
         try:
             if self._checkpoint is not None:
                 group, instance = self._settings.group_id, self._consumer.instance_id
