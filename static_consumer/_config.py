@@ -1,13 +1,12 @@
 """Settings -> client configuration dicts (librdkafka consumer, kafka-python, librdkafka admin). Pure.
 
-The dicts hold secrets in clear because the clients need them: never log them, log ``redacted(cfg)``.
+The dicts hold secrets in clear because the clients need them: never log them (``static_consumer._secrets``
+masks what must leave the process).
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-
-from static_consumer._settings_rules import redact_items, split_servers
+from static_consumer._settings_rules import split_servers
 from static_consumer.settings import ConsumerSettings
 
 ConfigValue = str | int | float | bool
@@ -102,9 +101,4 @@ def kafka_python_config(settings: ConsumerSettings) -> dict[str, object]:
     return cfg
 
 
-def redacted(cfg: Mapping[str, object]) -> dict[str, object]:
-    """A copy safe to log: values of secret-looking keys (password, secret, token, key, ...) are masked."""
-    return redact_items(cfg.items())
-
-
-__all__ = ["ConfigValue", "admin_config", "consumer_config", "kafka_python_config", "redacted"]
+__all__ = ["ConfigValue", "admin_config", "consumer_config", "kafka_python_config"]

@@ -1,7 +1,9 @@
 """Ask the cluster what it can do (ApiVersions, group configs), bounded by ``connect_timeout_s``.
 
 kafka-python does the talking because librdkafka exposes neither ApiVersions nor broker configs in a
-form the gate can use. Every client is closed before returning, also when the bootstrap fails.
+form the gate can use. Every client is closed before returning, also when the bootstrap fails. The
+consumer imports this module when it starts (the capability gate), not when ``static_consumer`` is
+imported, so kafka-python stays out of a process that only builds settings or runs on a fake adapter.
 """
 
 from __future__ import annotations
@@ -13,8 +15,10 @@ from typing import Any
 import kafka.errors as kafka_errors
 from kafka.admin import ConfigResource, ConfigResourceType
 
-from static_consumer._admin_io import explain
-from static_consumer._kafka_python import AUTH_ERRORS, admin_client, scrub, secrets_of
+from static_consumer._broker import explain
+from static_consumer._kafka_codes import ErrorKind
+from static_consumer._kafka_python import admin_client, kind_of
+from static_consumer._secrets import scrub_for
 from static_consumer.capabilities import GROUP_CONFIGS, BrokerCapabilities
 from static_consumer.errors import (
     AuthenticationError,
@@ -49,13 +53,14 @@ def probe(settings: ConsumerSettings) -> BrokerCapabilities:
 
 
 def _error(exc: kafka_errors.KafkaError, settings: ConsumerSettings) -> StaticConsumerError:
-    if isinstance(exc, AUTH_ERRORS):
+    kind = kind_of(exc)
+    if kind is ErrorKind.AUTHENTICATION:
         return AuthenticationError(
             f"the brokers at {settings.bootstrap_servers} refused to authenticate "
             f"{settings.sasl_username!r} with {settings.sasl_mechanism} over {settings.security_protocol} "
             f"({_scrub(exc, settings)}); check sasl_username, sasl_password and sasl_mechanism"
         )
-    if isinstance(exc, kafka_errors.AuthorizationError):
+    if kind is ErrorKind.AUTHORIZATION:
         return ConfigurationError(
             f"the brokers at {settings.bootstrap_servers} refused the request "
             f"({_scrub(exc, settings)}); check security_protocol, sasl_* and ssl_* settings"
@@ -118,7 +123,7 @@ def _with_group_session_timeout(admin: Any, group_id: str, caps: BrokerCapabilit
 
 def _scrub(exc: BaseException, settings: ConsumerSettings) -> str:
     """The exception text with any configured secret masked (error texts can echo connection config)."""
-    return scrub(str(exc), secrets_of(settings))
+    return scrub_for(settings, str(exc))
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -16,7 +16,6 @@ if TYPE_CHECKING:
     from static_consumer.settings import ConsumerSettings
 
 ENV_PREFIX = "STATIC_CONSUMER_"
-REDACTED = "**********"
 
 # librdkafka keys this library derives from typed fields, with the field to use instead. A passthrough
 # that sets one raises rather than silently overriding: a stray partition.assignment.strategy would
@@ -59,21 +58,7 @@ _CONSUMER_PROTOCOL_INSTEAD = {
     "assignment_strategy": "remote_assignor (group.remote.assignor)",
 }
 
-_SECRET_MARKERS = ("password", "secret", "token", "key", "credential", "jaas", "oauthbearer.config")
 _KAFKA_NAME = re.compile(r"[A-Za-z0-9._-]+")
-
-
-def is_secret_key(key: str) -> bool:
-    """True when a config key's value must never be shown. File locations are paths, not secrets."""
-    k = key.lower().replace("_", ".")
-    if k.endswith((".location", "file")):
-        return False
-    return any(marker in k for marker in _SECRET_MARKERS)
-
-
-def redact_items(items: Iterable[tuple[str, object]]) -> dict[str, object]:
-    """Copy of a config with the values of secret-looking keys replaced by ``REDACTED``."""
-    return {k: REDACTED if is_secret_key(k) else v for k, v in items}
 
 
 def env_var(field_name: str) -> str:

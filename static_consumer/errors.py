@@ -26,6 +26,13 @@ from __future__ import annotations
 
 from typing import ClassVar
 
+from static_consumer._kafka_codes import (
+    FENCED_INSTANCE_ID,
+    INVALID_SESSION_TIMEOUT,
+    SASL_AUTHENTICATION_FAILED,
+    UNRELEASED_INSTANCE_ID,
+)
+
 # Documented process exit codes (sysexits.h where one fits). The CLI and the pod helper exit with these.
 EXIT_OK = 0
 EXIT_UNAVAILABLE = 69
@@ -61,7 +68,7 @@ class AuthenticationError(ConfigurationError):
     names the user and mechanism, never the password.
     """
 
-    kafka_error_code = 58  # SASL_AUTHENTICATION_FAILED
+    kafka_error_code = SASL_AUTHENTICATION_FAILED
 
 
 class UnknownInstanceIdError(ConfigurationError):
@@ -81,7 +88,7 @@ class StaticMembershipUnsupportedError(CapabilityError):
 class SessionTimeoutOutOfBoundsError(CapabilityError):
     """session.timeout.ms is outside the broker's group.min/max.session.timeout.ms."""
 
-    kafka_error_code = 26  # INVALID_SESSION_TIMEOUT
+    kafka_error_code = INVALID_SESSION_TIMEOUT
 
 
 class RetriableError(StaticConsumerError):
@@ -98,7 +105,7 @@ class BrokerUnavailableError(RetriableError):
 class UnreleasedInstanceIdError(RetriableError):
     """KIP-848: the broker has not yet released this instance id from its previous member."""
 
-    kafka_error_code = 111
+    kafka_error_code = UNRELEASED_INSTANCE_ID
 
 
 class FatalConsumerError(StaticConsumerError):
@@ -115,7 +122,7 @@ class FencedInstanceError(FatalConsumerError):
     """
 
     exit_code = EXIT_FENCED
-    kafka_error_code = 82
+    kafka_error_code = FENCED_INSTANCE_ID
 
 
 class CommitFailedError(StaticConsumerError):

@@ -25,18 +25,16 @@ from pydantic import (
 )
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict, SettingsError
 
+from static_consumer._secrets import REDACTED, is_secret_key, redact_items
 from static_consumer._settings_rules import (
     CLASSIC_ONLY_KEYS,
     ENV_PREFIX,
     OWNED_KEYS,
-    REDACTED,
     combination_problems,
     describe,
     env_var,
-    is_secret_key,
     is_server,
     is_topic,
-    redact_items,
     split_servers,
 )
 from static_consumer.errors import ConfigurationError

@@ -13,13 +13,13 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from static_consumer._adapter import (
+from static_consumer._core.seam import AdapterError, PollError, RebalanceCallback
+from static_consumer._kafka_codes import (
     FATAL,
     FENCED_INSTANCE_ID,
+    MAX_POLL_EXCEEDED,
+    TRANSPORT,
     UNRELEASED_INSTANCE_ID,
-    AdapterError,
-    PollError,
-    RebalanceCallback,
 )
 from static_consumer.capabilities import BrokerCapabilities
 from static_consumer.types import Record, RecordBatch, TopicPartition
@@ -37,11 +37,15 @@ FENCED = PollError(FATAL, "_FATAL", FENCED_TEXT, fatal=True, retriable=False, ca
 UNRELEASED = PollError(
     FATAL, "_FATAL", UNRELEASED_TEXT, fatal=True, retriable=False, cause=UNRELEASED_INSTANCE_ID
 )
-TRANSPORT = PollError(
-    -195, "_TRANSPORT", "127.0.0.1:19092/1: Connection refused", fatal=False, retriable=True
+TRANSPORT_ERROR = PollError(
+    TRANSPORT, "_TRANSPORT", "127.0.0.1:19092/1: Connection refused", fatal=False, retriable=True
 )
 MAX_POLL = PollError(
-    -147, "_MAX_POLL_EXCEEDED", "Application maximum poll interval (7000ms) exceeded by 72ms", False, False
+    MAX_POLL_EXCEEDED,
+    "_MAX_POLL_EXCEEDED",
+    "Application maximum poll interval (7000ms) exceeded by 72ms",
+    False,
+    False,
 )
 
 # Kafka 4.3-like capabilities (JoinGroup v9, LeaveGroup v5, ConsumerGroupHeartbeat present).

@@ -5,7 +5,8 @@ from __future__ import annotations
 import confluent_kafka
 import pytest
 
-from static_consumer._adapter import PollError, _convert, _message
+from static_consumer._core.confluent import _convert, _message
+from static_consumer._core.seam import PollError
 from static_consumer.types import Record
 
 

@@ -9,7 +9,8 @@ import pytest
 from confluent_kafka.admin import AdminClient
 from kafka.admin import KafkaAdminClient
 
-from static_consumer._config import admin_config, consumer_config, kafka_python_config, redacted
+from static_consumer._config import admin_config, consumer_config, kafka_python_config
+from static_consumer._secrets import redact_items
 from static_consumer.settings import ConsumerSettings
 
 UNREACHABLE = "127.0.0.1:1"  # librdkafka connects lazily; nothing listens here and nothing is awaited
@@ -139,7 +140,7 @@ def test_redacted_masks_secret_values_and_keeps_the_rest() -> None:
         "ssl_keyfile": "/k.pem",
         "group.id": "orders",
     }
-    out = redacted(cfg)
+    out = redact_items(cfg.items())
     assert out == {
         "sasl.password": "**********",
         "ssl_password": "**********",

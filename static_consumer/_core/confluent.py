@@ -2,8 +2,9 @@
 
 This is the only module of the consumer path that imports ``confluent_kafka``. Everything above it
 speaks the project's own types (:class:`Record`, :class:`RecordBatch`, :class:`TopicPartition`, and
-the seam's :class:`PollError` and :class:`ConsumerAdapter` in ``_seam``), so the core runs on a fake
-adapter in unit tests.
+the seam's :class:`PollError` and :class:`ConsumerAdapter` in ``seam``), so the core runs on a fake
+adapter in unit tests. Error codes are classified through ``static_consumer._kafka_codes``; what stays
+here is how librdkafka reports them (the broker cause of a ``_FATAL`` is only in its text).
 
 Facts this module relies on (librdkafka 2.16 against Kafka 4.3, checked on a real broker):
 
@@ -33,23 +34,13 @@ from typing import Any
 import confluent_kafka
 
 from static_consumer._config import ConfigValue
-from static_consumer._seam import (
-    FENCED_INSTANCE_ID,
-    UNRELEASED_INSTANCE_ID,
-    AdapterError,
-    ConsumerAdapter,
-    PollError,
-    RebalanceCallback,
-    close_bounded,
-)
+from static_consumer._core.seam import AdapterError, PollError, RebalanceCallback
+from static_consumer._kafka_codes import FATAL, FENCED_INSTANCE_ID, UNRELEASED_INSTANCE_ID
 from static_consumer.types import Record, RecordBatch, TopicPartition
 
 # librdkafka's own log lines (SESSTMOUT, MAXPOLL, FATAL, ...) go to this logger instead of stderr.
 LIBRDKAFKA_LOGGER = logging.getLogger("static_consumer.librdkafka")
 
-FATAL = confluent_kafka.KafkaError._FATAL
-MAX_POLL_EXCEEDED = confluent_kafka.KafkaError._MAX_POLL_EXCEEDED
-PARTITION_EOF = confluent_kafka.KafkaError._PARTITION_EOF
 _NO_TIMESTAMP = confluent_kafka.TIMESTAMP_NOT_AVAILABLE
 # The broker error behind a _FATAL is only in its text; librdkafka builds that text from its own
 # description of the broker code, so match those descriptions rather than hand-copied strings.
@@ -60,11 +51,14 @@ _CAUSES = {
 
 
 def poll_error(err: confluent_kafka.KafkaError) -> PollError:
-    """Translate a librdkafka error into the project's type."""
+    """Translate a librdkafka error into the project's type (the seam classifies it by the table)."""
     code, reason = err.code(), err.str()
     cause = None
     if code == FATAL:
         cause = next((c for c, text in _CAUSES.items() if text in reason), None)
+        lowered = reason.lower()
+        if cause is None and "fenced" in lowered and "instance" in lowered:
+            cause = FENCED_INSTANCE_ID  # a fencing text of another librdkafka version
     elif code == FENCED_INSTANCE_ID:
         # A commit that reaches the broker after the fence raises the broker code itself, with fatal()
         # False; librdkafka turns it into a fatal error right after, so it is fatal here too.
@@ -355,17 +349,4 @@ class ConfluentAdapter:
         self._consumer.close()
 
 
-__all__ = [
-    "FATAL",
-    "FENCED_INSTANCE_ID",
-    "LIBRDKAFKA_LOGGER",
-    "MAX_POLL_EXCEEDED",
-    "PARTITION_EOF",
-    "UNRELEASED_INSTANCE_ID",
-    "AdapterError",
-    "ConfluentAdapter",
-    "ConsumerAdapter",
-    "PollError",
-    "close_bounded",
-    "parse_generation",
-]
+__all__ = ["LIBRDKAFKA_LOGGER", "ConfluentAdapter", "parse_generation", "poll_error"]

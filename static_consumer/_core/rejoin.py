@@ -1,4 +1,4 @@
-"""KIP-848: rejoin while the broker still holds this instance id for a previous incarnation.
+"""Joining again while the broker still holds this instance id (KIP-848, UNRELEASED_INSTANCE_ID).
 
 Under protocol='consumer' a static member that crashed (no static leave) keeps its instance id until its
 session times out (``group.consumer.session.timeout.ms``, 45 s by default), and a restarted pod that joins
@@ -10,12 +10,14 @@ the member was first assigned; afterwards the same error means it was replaced, 
 from __future__ import annotations
 
 import logging
-import time
 from collections.abc import Callable
 
-from static_consumer._failures import is_unreleased, unreleased_error
-from static_consumer._seam import ConsumerAdapter, PollError
+from static_consumer._core.failures import unreleased_error
+from static_consumer._core.seam import ConsumerAdapter, PollError
+from static_consumer._core.session import Session, State
+from static_consumer._kafka_codes import ErrorKind
 from static_consumer.capabilities import BrokerCapabilities
+from static_consumer.errors import StaticConsumerError, UnreleasedInstanceIdError
 from static_consumer.retry import RetryPolicy
 from static_consumer.types import Record
 
@@ -33,24 +35,20 @@ def release_policy(caps: BrokerCapabilities | None) -> RetryPolicy:
 
 
 def wait_for_release(
+    session: Session,
     first: PollError,
-    *,
-    policy: RetryPolicy,
     rejoin: Callable[[], ConsumerAdapter],
-    joined: Callable[[], bool],
-    keep: Callable[[Record], None],
     handle: Callable[[PollError], object],
-    sleep: Callable[[float], object],
-    should_stop: Callable[[], bool],
-    group_id: str,
-    instance_id: str | None,
-    clock: Callable[[], float] = time.monotonic,
 ) -> None:
-    """Recreate the client until the join is not refused, or raise UnreleasedInstanceIdError.
+    """Recreate the client (``rejoin``) until its join is not refused; raise UnreleasedInstanceIdError
+    when the policy gives up, unless a stop was requested meanwhile (then the session just ends FAILED).
 
-    ``rejoin`` closes the dead client and returns a new, subscribed one; ``keep`` buffers records that
-    arrive while watching the join; ``handle`` deals with any other error (raising if fatal).
+    Records that arrive while a join is watched are kept in the session's buffer; ``handle`` deals with
+    any other error the watched client reports (raising if it is fatal).
     """
+    instance_id = session.instance_id
+    policy = release_policy(session.plan.capabilities if session.plan else None)
+    session.move(State.REJOINING)
     log.debug("join refused: %s", first.reason)
     log.warning(
         "group.instance.id %r is still held by its previous member (UNRELEASED_INSTANCE_ID); retrying for "
@@ -62,22 +60,36 @@ def wait_for_release(
     def attempt() -> None:
         adapter = rejoin()
         for _ in range(JOIN_POLLS):
-            if joined():
+            if session.state is State.RUNNING:
                 return
             item = adapter.poll(JOIN_POLL_S)
             for error in [*adapter.take_errors(), *([item] if isinstance(item, PollError) else [])]:
-                if is_unreleased(error):
-                    raise unreleased_error(error, group_id=group_id, instance_id=instance_id)
+                if error.kind is ErrorKind.UNRELEASED:
+                    raise unreleased_error(error, group_id=session.settings.group_id, instance_id=instance_id)
                 handle(error)
             if isinstance(item, Record):
-                keep(item)
+                session.buffer.append(item)
         # No refusal within the window: the join is under way (or the member got no partitions).
 
-    sleep(policy.initial_wait_s)
-    policy.call(
-        attempt, sleep=sleep, clock=clock, should_stop=should_stop, what=f"joining as {instance_id!r}"
-    )
-    log.info("group.instance.id %r was released; joined group %r", instance_id, group_id)
+    try:
+        session.sleep(policy.initial_wait_s)
+        policy.call(
+            attempt,
+            sleep=session.sleep,
+            clock=session.clock,
+            should_stop=session.stop.is_set,
+            what=f"joining as {instance_id!r}",
+        )
+    except StaticConsumerError as exc:
+        if session.usable:
+            session.end(State.FAILED, exc)
+        if isinstance(exc, UnreleasedInstanceIdError) and session.stop.is_set():
+            log.info("stopped while waiting for the instance id to be released")
+            return  # a requested shutdown is not an error; later calls raise it
+        raise
+    if session.state is State.REJOINING:
+        session.move(State.JOINING)
+    log.info("group.instance.id %r was released; joined group %r", instance_id, session.settings.group_id)
 
 
 __all__ = ["DEFAULT_CONSUMER_SESSION_TIMEOUT_MS", "release_policy", "wait_for_release"]
