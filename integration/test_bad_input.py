@@ -28,23 +28,6 @@ from static_consumer.testing import describe_group
 
 CONNECT_TIMEOUT_S = 3.0
 SLACK_S = 10.0  # interpreter, DNS-free connect refusals and client teardown; generous on purpose
-# COORDINATOR_LOAD_IN_PROGRESS, COORDINATOR_NOT_AVAILABLE, NOT_COORDINATOR
-COORDINATOR_NOT_READY = frozenset({14, 15, 16})
-
-
-def _members(bootstrap: str, group: str) -> list[Any]:
-    """describe_group's members, retrying while the group coordinator is still being set up (a fresh
-    broker creates __consumer_offsets on the first FindCoordinator and answers NOT_COORDINATOR meanwhile)."""
-    from confluent_kafka import KafkaException
-
-    deadline = time.monotonic() + 30
-    while True:
-        try:
-            return list(describe_group(bootstrap, group).members)
-        except KafkaException as exc:
-            if exc.args[0].code() not in COORDINATOR_NOT_READY or time.monotonic() > deadline:
-                raise
-            time.sleep(0.5)
 
 
 @pytest.fixture
@@ -122,7 +105,7 @@ def test_invalid_instance_id_never_reaches_the_real_broker(
     group = kafka_group_id_factory()
     error, _ = _start(_settings(kafka_bootstrap_servers, group_id=group, instance_id="a" * 250))
     assert isinstance(error, InvalidInstanceIdError) and "249" in str(error)
-    assert _members(kafka_bootstrap_servers, group) == []
+    assert list(describe_group(kafka_bootstrap_servers, group).members) == []
 
 
 @pytest.mark.parametrize(

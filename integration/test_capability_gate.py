@@ -22,30 +22,10 @@ from static_consumer.testing.specs import confluent_spec, static_spec
 
 HARNESS_MIN_SESSION_MS = 1000  # the harness broker's group.min.session.timeout.ms (Kafka's default: 6000)
 BROKER_DEFAULT_CONSUMER_SESSION_MS = 45000  # group.consumer.session.timeout.ms, not changed by the harness
-# COORDINATOR_LOAD_IN_PROGRESS, COORDINATOR_NOT_AVAILABLE, NOT_COORDINATOR
-COORDINATOR_NOT_READY = frozenset({14, 15, 16})
-
-
-def _members(bootstrap: str, group: str) -> list[Any]:
-    """describe_group's members, retrying while the group coordinator is still being set up (a fresh
-    broker creates __consumer_offsets on the first FindCoordinator and answers NOT_COORDINATOR meanwhile)."""
-    from confluent_kafka import KafkaException
-
-    deadline = time.monotonic() + 30
-    while True:
-        try:
-            return list(describe_group(bootstrap, group).members)
-        except KafkaException as exc:
-            if exc.args[0].code() not in COORDINATOR_NOT_READY or time.monotonic() > deadline:
-                raise
-            time.sleep(0.5)
 
 
 def _spec(protocol: str, bootstrap: str, group: str, topic: str, **settings: Any) -> dict[str, Any]:
     spec = static_spec(bootstrap, group, [topic], None, env={"POD_NAME": "orders-0"}, protocol=protocol)
-    if protocol == "consumer":  # broker-side under KIP-848
-        for key in ("session_timeout_ms", "heartbeat_interval_ms"):
-            spec["settings"].pop(key)
     spec["settings"].update(settings)
     return spec
 
@@ -79,7 +59,7 @@ def test_static_policy_decides_whether_the_member_has_an_instance_id(
 def _assert_refused_before_joining(proc: ConsumerProcess, bootstrap: str, group: str, bounds: str) -> None:
     """Exit 69 with SessionTimeoutOutOfBoundsError naming the broker's bounds; never a member in the group."""
     while proc.returncode is None:
-        assert _members(bootstrap, group) == []
+        assert list(describe_group(bootstrap, group).members) == []
         time.sleep(0.2)
     assert proc.wait(timeout_s=5) == 69, proc.stderr_tail()
     error = proc.wait_for_kind("error", timeout_s=1)
@@ -88,7 +68,7 @@ def _assert_refused_before_joining(proc: ConsumerProcess, bootstrap: str, group:
     # start() raised before the client existed: no "ready", and librdkafka never sent a JoinGroup.
     assert [e["kind"] for e in proc.events()] == ["error", "exit"]
     assert "INVALID_SESSION_TIMEOUT" not in proc.stderr_tail(200)
-    assert _members(bootstrap, group) == []
+    assert list(describe_group(bootstrap, group).members) == []
 
 
 def test_session_timeout_below_the_broker_minimum_fails_before_joining(

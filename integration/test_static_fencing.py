@@ -90,9 +90,6 @@ def producing(bootstrap: str, topic: str, per_tick: int = 20, tick_s: float = 0.
 def _spec(protocol: str, bootstrap: str, group: str, topic: str) -> dict[str, Any]:
     spec = static_spec(bootstrap, group, [topic], "app-0", protocol=protocol)
     spec["batch"] = 50  # small batches: many commits, so a commit after the fence would show
-    if protocol == "consumer":  # broker-side under KIP-848
-        for key in ("session_timeout_ms", "heartbeat_interval_ms"):
-            spec["settings"].pop(key)
     return spec
 
 

@@ -59,3 +59,30 @@ def test_exported_names_are_exactly_the_public_surface() -> None:
     assert set(static_consumer.__all__) == EXPECTED
     for name in static_consumer.__all__:
         assert hasattr(static_consumer, name), name
+
+
+def test_modules_that_moved_still_import_with_a_deprecation_warning() -> None:
+    import importlib
+    import sys
+    import warnings
+
+    moved = {
+        "static_consumer.audit": ("static_consumer.admin.audit", "audit_group"),
+        "static_consumer.cli": ("static_consumer.admin.cli", "main"),
+        "static_consumer.bounce.metrics": ("static_consumer.demo.metrics", "rebalances"),
+        "static_consumer.bounce.runner": ("static_consumer.demo.runner", "run_mode"),
+        "static_consumer.bounce.report": ("static_consumer.demo.report", "table"),
+    }
+    for old, (new, name) in moved.items():
+        sys.modules.pop(old, None)
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            module = importlib.import_module(old)
+        assert any(issubclass(w.category, DeprecationWarning) and new in str(w.message) for w in caught), old
+        assert getattr(module, name) is getattr(importlib.import_module(new), name)
+
+
+def test_the_operator_tools_keep_their_import_path() -> None:
+    from static_consumer.admin import audit_group, describe_group, remove_members, scale_down
+
+    assert all(callable(f) for f in (audit_group, describe_group, remove_members, scale_down))

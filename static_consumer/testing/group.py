@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import time
 from collections import Counter
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -29,6 +29,8 @@ class Group:
     protocol: str = "classic"
     static: bool = True
     spec_factory: Callable[[str], dict[str, Any]] | None = None  # overrides the StaticConsumer spec
+    # Per-member keys merged into the default spec (e.g. event_log, otel, leave_on_exit, batch).
+    spec_extra: Callable[[str], Mapping[str, Any]] | None = None
     members: dict[str, ConsumerProcess] = field(default_factory=dict)
     retired: list[ConsumerProcess] = field(default_factory=list)
     stop_requested: dict[int, float] = field(default_factory=dict)
@@ -44,6 +46,28 @@ class Group:
                 },
             )
 
+    @classmethod
+    def new(
+        cls,
+        start_process: Callable[..., ConsumerProcess],
+        bootstrap: str,
+        topic_factory: Callable[..., str],
+        group_factory: Callable[..., str],
+        partitions: int,
+        **options: Any,
+    ) -> Group:
+        """A group on a new topic of ``partitions`` with a new group id (the fixtures' factories)."""
+        topic = topic_factory(partitions)
+        return cls(start_process, bootstrap, group_factory(), topic, partitions, **options)
+
+    def form(self, names: Iterable[str], timeout_s: float = 90.0) -> dict[str, set[Partition]]:
+        """Start ``names``, the first alone (it leads a classic group), and wait for a settled assignment."""
+        first, *rest = names
+        self.start(first).wait_for_kind("assigned", timeout_s=60)
+        for name in rest:
+            self.start(name)
+        return self.wait_stable(timeout_s)
+
     def spec(self, name: str) -> dict[str, Any]:
         if self.spec_factory is not None:
             return self.spec_factory(name)
@@ -53,9 +77,8 @@ class Group:
         spec = static_spec(
             self.bootstrap, self.group_id, [self.topic], name if self.static else None, **settings
         )
-        if self.protocol == "consumer":  # session and heartbeat are broker-side under KIP-848
-            for key in ("session_timeout_ms", "heartbeat_interval_ms"):
-                spec["settings"].pop(key, None)
+        if self.spec_extra is not None:
+            spec.update(self.spec_extra(name))
         return spec
 
     def start(self, name: str) -> ConsumerProcess:

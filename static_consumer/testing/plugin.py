@@ -1,4 +1,4 @@
-"""pytest plugin (entry point ``static_consumer``): real-Kafka fixtures for your integration tests.
+"""pytest plugin (opt-in: ``-p static_consumer.testing.plugin``): real-Kafka fixtures for integration tests.
 
 Fixtures:
 
