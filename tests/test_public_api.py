@@ -42,6 +42,7 @@ EXPECTED = {
     "StaticConsumerError",
     "StaticDecision",
     "StaticMembershipUnsupportedError",
+    "Status",
     "TopicPartition",
     "UnknownInstanceIdError",
     "UnreleasedInstanceIdError",
