@@ -10,6 +10,7 @@ from confluent_kafka.admin import AdminClient
 from kafka.admin import KafkaAdminClient
 
 from static_consumer._config import admin_config, consumer_config, kafka_python_config, redacted
+from static_consumer.errors import ConfigurationError
 from static_consumer.settings import ConsumerSettings
 
 UNREACHABLE = "127.0.0.1:1"  # librdkafka connects lazily; nothing listens here and nothing is awaited
@@ -65,7 +66,7 @@ def test_consumer_protocol_leaves_classic_keys_to_the_broker(remote: str | None)
 
 
 def test_security_and_passthrough_are_mapped() -> None:
-    s = make(**SASL, librdkafka={"fetch.min.bytes": 1024, "ssl.endpoint.identification.algorithm": "none"})
+    s = make(**SASL, librdkafka={"fetch.min.bytes": 1024})
     cfg = consumer_config(s, "orders-0")
     assert cfg["security.protocol"] == "SASL_SSL"
     assert (cfg["sasl.mechanisms"], cfg["sasl.username"], cfg["sasl.password"]) == (
@@ -75,7 +76,9 @@ def test_security_and_passthrough_are_mapped() -> None:
     )
     assert cfg["ssl.ca.location"] == "/etc/kafka/ca.pem"
     assert cfg["fetch.min.bytes"] == 1024
+    assert cfg["ssl.endpoint.identification.algorithm"] == "https"  # explicit, whatever the default
     assert "ssl.key.password" not in cfg  # unset optional settings are not sent as empty strings
+    assert "oauth_cb" not in cfg
 
 
 def test_mutual_tls_is_mapped() -> None:
@@ -95,12 +98,8 @@ def test_mutual_tls_is_mapped() -> None:
 
 def test_admin_config_has_connection_settings_only() -> None:
     without_ca = SASL | {"ssl_ca_location": None}  # librdkafka would load the CA file right away
-    passthrough = {
-        "fetch.min.bytes": 1024,
-        "ssl.endpoint.identification.algorithm": "none",
-        "socket.keepalive.enable": True,
-    }
-    s = make(**without_ca, librdkafka=passthrough)
+    passthrough = {"fetch.min.bytes": 1024, "socket.keepalive.enable": True}
+    s = make(**without_ca, ssl_endpoint_identification=False, librdkafka=passthrough)
     cfg = admin_config(s)
     assert cfg["bootstrap.servers"] == UNREACHABLE and cfg["sasl.password"] == "pw-value"
     assert cfg["ssl.endpoint.identification.algorithm"] == "none"
@@ -124,10 +123,25 @@ def test_kafka_python_config_is_accepted_by_kafka_python() -> None:
     assert cfg["ssl_cafile"] == "/etc/kafka/ca.pem"
 
 
-def test_kafka_python_follows_disabled_hostname_verification() -> None:
-    s = make(security_protocol="SSL", librdkafka={"ssl.endpoint.identification.algorithm": "none"})
-    assert kafka_python_config(s)["ssl_check_hostname"] is False
-    assert "ssl_check_hostname" not in kafka_python_config(make(security_protocol="SSL"))
+@pytest.mark.parametrize("verify", [True, False])
+def test_hostname_verification_is_the_same_for_all_three_clients(verify: bool) -> None:
+    s = make(security_protocol="SSL", ssl_endpoint_identification=verify)
+    algorithm = "https" if verify else "none"
+    assert consumer_config(s, None)["ssl.endpoint.identification.algorithm"] == algorithm
+    assert admin_config(s)["ssl.endpoint.identification.algorithm"] == algorithm
+    assert kafka_python_config(s)["ssl_check_hostname"] is verify
+    librdkafka_accepts(consumer_config(s, None))
+
+
+def test_plaintext_sends_no_tls_settings() -> None:
+    s = make()
+    assert "ssl.endpoint.identification.algorithm" not in consumer_config(s, None)
+    assert "ssl_check_hostname" not in kafka_python_config(s)
+
+
+def test_the_hostname_check_passthrough_is_refused_for_the_field() -> None:
+    with pytest.raises(ConfigurationError, match="set ssl_endpoint_identification instead"):
+        make(security_protocol="SSL", librdkafka={"ssl.endpoint.identification.algorithm": "none"})
 
 
 def test_redacted_masks_secret_values_and_keeps_the_rest() -> None:
