@@ -5,9 +5,14 @@ librdkafka's consumer, and librdkafka's AdminClient (ConsumerGroupDescribe of th
 Per listener (SSL, mutual TLS with a password-protected key, SASL_SSL with SCRAM-SHA-512 and with PLAIN,
 OAUTHBEARER): probe; two static members join and consume everything, committing; describe; a clean
 restart of one member gets its partitions back while the other sees no revocation; scale-down removes
-the other; remove-members removes the first. The Spark bridge runs through the OAUTHBEARER listener
-(the one whose settings hold a callable). Members are KIP-848 (``protocol="consumer"``) because only
+the other; remove-members removes the first; no secret of the listener reaches a DEBUG log record, the
+repr, the JSON dump or the JSONL event log. Members are KIP-848 (``protocol="consumer"``) because only
 then is the group described through the AdminClient as well; the group protocol does not touch TLS.
+
+Besides: OAUTHBEARER tokens are refreshed before they expire (the broker closes expired sessions), the
+Spark bridge runs through the OAUTHBEARER listener (the one whose settings hold a callable), and
+``ssl_endpoint_identification=False`` reaches all three clients. How misconfigurations surface is
+measured by bench/measure_tls_failures.py; the typed errors for them come with the error table.
 """
 
 from __future__ import annotations
@@ -23,14 +28,16 @@ import pytest
 from static_consumer import ConsumerSettings, MembershipListener, Revoked, StaticConsumer
 from static_consumer._probe import probe
 from static_consumer.admin.members import describe_group, remove_members, scale_down
+from static_consumer.errors import StaticConsumerError
 from static_consumer.events import Lost
+from static_consumer.retry import RetryPolicy
 from static_consumer.telemetry import EventLog
 from static_consumer.testing import JvmKafkaCluster, committed_offsets, create_topic, produce
 from static_consumer.testing.group import CONSUMER_PROTOCOL_SESSION_MS
 from static_consumer.testing.kafka_ops import set_group_config
 from static_consumer.testing.oauth import UnsecuredTokens
 from static_consumer.testing.processes import wait_until
-from static_consumer.testing.tls import MTLS, OAUTH, SASL_SSL, SSL
+from static_consumer.testing.tls import MTLS, OAUTH, OTHER_HOST, SASL_SSL, SSL
 from static_consumer.types import Record, TopicPartition
 
 PARTITIONS = 4
@@ -319,3 +326,37 @@ def test_the_spark_bridge_through_the_oauthbearer_listener(
     assert (summary.records, sum(counted)) == (RECORDS, RECORDS)
     committed = committed_offsets(cluster.bootstrap_servers, group, topic, 2)
     assert sum(committed.values()) == RECORDS
+
+
+def test_hostname_verification_can_be_switched_off_deliberately_for_all_three_clients(
+    kafka_secure_cluster: JvmKafkaCluster, kafka_group_id_factory: Callable[..., str]
+) -> None:
+    """The OTHERHOST listener's certificate names kafka.invalid, not 127.0.0.1: every client refuses it
+    unless ssl_endpoint_identification=False (the CA is still checked). How the refusal surfaces is in
+    bench/measure_tls_failures.py; here only that switching it off reaches the probe, the AdminClient
+    (describing a group that does not exist falls through to ConsumerGroupDescribe) and the consumer."""
+    cluster = kafka_secure_cluster
+    group = kafka_group_id_factory()
+    topic = create_topic(cluster.bootstrap_servers, f"t-{group}", 1)
+    produce(cluster.bootstrap_servers, topic, 10)
+    settings = secure_settings(
+        cluster,
+        OTHER_HOST,
+        None,
+        group_id=group,
+        topics=(topic,),
+        instance_id="other-0",
+        ssl_endpoint_identification=False,
+    )
+    assert probe(settings).supports_classic_static
+    # The group coordinator may still be loading on a fresh broker (a retriable error).
+    assert RetryPolicy(deadline_s=60).call(lambda: describe_group(settings)).members == ()
+    got: list[Record] = []
+    with StaticConsumer(settings, env={}) as consumer:
+        deadline = time.monotonic() + 60
+        while len(got) < 10 and time.monotonic() < deadline:
+            got += consumer.consume(10, 0.2)
+    assert len(got) == 10
+    verified = settings.model_copy(update={"ssl_endpoint_identification": True, "connect_timeout_s": 2.0})
+    with pytest.raises(StaticConsumerError):
+        probe(verified)

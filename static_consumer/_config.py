@@ -121,6 +121,11 @@ def kafka_python_config(settings: ConsumerSettings) -> dict[str, object]:
         "ssl_keyfile": settings.ssl_key_location,
         "ssl_password": settings.ssl_key_password.get_secret_value() if settings.ssl_key_password else None,
     }
+    if settings.ssl_key_location is not None and settings.ssl_key_password is None:
+        # kafka-python hands ssl_password to SSLContext.load_cert_chain; with None, OpenSSL asks for the
+        # pass phrase of an encrypted key on the terminal (measured: once per connection attempt). An
+        # empty one makes it fail instead, like librdkafka does; an unencrypted key ignores it.
+        optional["ssl_password"] = ""
     cfg.update({k: v for k, v in optional.items() if v is not None})
     if settings.security_protocol.endswith("SSL"):
         cfg["ssl_check_hostname"] = settings.ssl_endpoint_identification

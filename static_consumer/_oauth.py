@@ -117,11 +117,22 @@ class _IssuedTokens(logging.Filter):
                 self._values.append(value)
 
     def filter(self, record: logging.LogRecord) -> bool:
-        from static_consumer._kafka_python import SecretFilter
+        from static_consumer._kafka_python import scrub
 
         with self._lock:
             values = tuple(self._values)
-        return SecretFilter(values).filter(record) if values else True
+        try:
+            message = record.getMessage()
+        except Exception:  # noqa: BLE001 - a record that cannot be formatted is the handler's problem
+            return True
+        cleaned = scrub(message, values)
+        if cleaned != message:
+            record.msg, record.args = cleaned, None
+        # Tracebacks are left to the formatter (or to scrubbed_logs' filter, which formats them only if no
+        # filter did before it): kafka-python puts tokens in request logs, not in exceptions.
+        if record.exc_text:
+            record.exc_text = scrub(record.exc_text, values)
+        return True
 
     def install(self, prefix: str = "kafka") -> None:
         """On every existing logger named ``prefix`` or ``prefix.*`` (a filter only sees records created

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import ssl
+from pathlib import Path
 from typing import Any
 
 import confluent_kafka
@@ -163,3 +165,29 @@ def test_redacted_masks_secret_values_and_keeps_the_rest() -> None:
         "group.id": "orders",
     }
     assert cfg["sasl.password"] == "p"  # the input is not modified
+
+
+def test_kafka_python_never_prompts_for_the_pass_phrase_of_an_encrypted_key(tmp_path: Path) -> None:
+    from static_consumer.testing.certs import generate_pki
+
+    pki = generate_pki(tmp_path)
+    s = make(
+        security_protocol="SSL",
+        ssl_certificate_location=str(pki.client_cert),
+        ssl_key_location=str(pki.client_key_encrypted),
+    )
+    cfg = kafka_python_config(s)
+    assert cfg["ssl_password"] == ""  # with None, OpenSSL would read a pass phrase from the terminal
+    with pytest.raises(ssl.SSLError):  # what kafka-python does with it: fails instead of prompting
+        ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT).load_cert_chain(
+            cfg["ssl_certfile"], cfg["ssl_keyfile"], cfg["ssl_password"]
+        )
+    unencrypted = make(
+        security_protocol="SSL",
+        ssl_certificate_location=str(pki.client_cert),
+        ssl_key_location=str(pki.client_key),
+    )
+    cfg = kafka_python_config(unencrypted)
+    ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT).load_cert_chain(
+        cfg["ssl_certfile"], cfg["ssl_keyfile"], cfg["ssl_password"]
+    )

@@ -99,9 +99,8 @@ def test_kafka_python_adapter_is_built_per_client() -> None:
 
 
 def test_tokens_handed_to_kafka_python_are_masked_in_its_debug_logs(caplog: pytest.LogCaptureFixture) -> None:
-    caplog.set_level(logging.DEBUG)
     request_log = logging.getLogger("kafka.net.connection")  # kafka-python logs SASL requests here
-    request_log.setLevel(logging.NOTSET)
+    caplog.set_level(logging.DEBUG, logger=request_log.name)  # restored after the test
     tokens = kafka_python_token_provider(provider)
     sent = tokens.token()
     request_log.debug(
