@@ -41,7 +41,7 @@ from static_consumer.events import (
     Revoked,
 )
 from static_consumer.identity import Identity, resolve_identity, validate_instance_id
-from static_consumer.settings import ConsumerSettings
+from static_consumer.settings import ConsumerSettings, OAuthBearerToken
 from static_consumer.shutdown import exit_code_for, install_sigterm_handler, run_until_sigterm
 from static_consumer.types import Record, RecordBatch, TopicPartition
 
@@ -75,6 +75,7 @@ __all__ = [
     "Lost",
     "MembershipEvent",
     "MembershipListener",
+    "OAuthBearerToken",
     "Record",
     "RecordBatch",
     "RetriableError",

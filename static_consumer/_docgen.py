@@ -78,7 +78,7 @@ def render() -> str:
     for name, field in ConsumerSettings.model_fields.items():
         cells = (
             f"`{name}`",
-            f"`{env_var(name)}`",
+            "none: code only" if field.exclude else f"`{env_var(name)}`",
             type_name(field.annotation),
             default_text(field),
             field.description or "",

@@ -45,6 +45,7 @@ OWNED_KEYS: Mapping[str, str] = MappingProxyType(
         "ssl.certificate.location": "ssl_certificate_location",
         "ssl.key.location": "ssl_key_location",
         "ssl.key.password": "ssl_key_password",
+        "ssl.endpoint.identification.algorithm": "ssl_endpoint_identification",
     }
 )
 
@@ -124,18 +125,19 @@ def combination_problems(s: ConsumerSettings) -> list[str]:
 
 def _security_problems(s: ConsumerSettings) -> list[str]:
     out: list[str] = []
-    sasl_fields = ("sasl_mechanism", "sasl_username", "sasl_password")
+    sasl_fields = ("sasl_mechanism", "sasl_username", "sasl_password", "sasl_oauth_token_provider")
     if s.security_protocol.startswith("SASL_"):
-        missing = [n for n in sasl_fields if getattr(s, n) is None]
-        if missing:
-            out.append(f"security_protocol={s.security_protocol} needs {', '.join(missing)}")
+        out += _sasl_problems(s)
     elif any(getattr(s, n) is not None for n in sasl_fields):
         out.append(
             f"sasl_* settings are ignored with security_protocol={s.security_protocol}; "
             "set security_protocol to SASL_SSL (or SASL_PLAINTEXT) or remove them"
         )
     ssl_fields = ("ssl_ca_location", "ssl_certificate_location", "ssl_key_location", "ssl_key_password")
-    if not s.security_protocol.endswith("SSL") and any(getattr(s, n) is not None for n in ssl_fields):
+    ssl_set = [n for n in ssl_fields if getattr(s, n) is not None]
+    if not s.ssl_endpoint_identification:
+        ssl_set.append("ssl_endpoint_identification")
+    if not s.security_protocol.endswith("SSL") and ssl_set:
         # Refused rather than ignored: the user believes the traffic is encrypted and it is not.
         out.append(
             f"ssl_* settings are ignored with security_protocol={s.security_protocol} (traffic is not "
@@ -145,6 +147,37 @@ def _security_problems(s: ConsumerSettings) -> list[str]:
         out.append("mutual TLS needs both ssl_certificate_location and ssl_key_location")
     if s.ssl_key_password is not None and s.ssl_key_location is None:
         out.append("ssl_key_password is set without ssl_key_location")
+    return out
+
+
+def _sasl_problems(s: ConsumerSettings) -> list[str]:
+    protocol = f"security_protocol={s.security_protocol}"
+    if s.sasl_mechanism is None:
+        missing = ["sasl_mechanism"]
+        if s.sasl_oauth_token_provider is None:
+            missing += [n for n in ("sasl_username", "sasl_password") if getattr(s, n) is None]
+        return [f"{protocol} needs {', '.join(missing)}"]
+    if s.sasl_mechanism == "OAUTHBEARER":
+        out = []
+        if s.sasl_oauth_token_provider is None:
+            out.append(
+                "sasl_mechanism=OAUTHBEARER needs sasl_oauth_token_provider, a callable returning an "
+                "OAuthBearerToken; it can only be set in code (it is no environment variable)"
+            )
+        given = [n for n in ("sasl_username", "sasl_password") if getattr(s, n) is not None]
+        if given:
+            out.append(
+                f"{' and '.join(given)} are not used with sasl_mechanism=OAUTHBEARER (the token "
+                "authenticates); remove them"
+            )
+        return out
+    missing = [n for n in ("sasl_username", "sasl_password") if getattr(s, n) is None]
+    out = [f"{protocol} needs {', '.join(missing)}"] if missing else []
+    if s.sasl_oauth_token_provider is not None:
+        out.append(
+            f"sasl_oauth_token_provider is only used with sasl_mechanism=OAUTHBEARER, not "
+            f"{s.sasl_mechanism}; remove it or switch the mechanism"
+        )
     return out
 
 

@@ -10,7 +10,7 @@ the case where required fields come from the environment.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Annotated, Any, Literal
 
@@ -25,6 +25,7 @@ from pydantic import (
 )
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict, SettingsError
 
+from static_consumer._oauth import OAuthBearerToken
 from static_consumer._secrets import REDACTED, is_secret_key, redact_items
 from static_consumer._settings_rules import (
     CLASSIC_ONLY_KEYS,
@@ -127,12 +128,27 @@ class ConsumerSettings(BaseSettings):
     security_protocol: Literal["PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"] = Field(
         default="PLAINTEXT", description="How to talk to the brokers."
     )
-    sasl_mechanism: Literal["PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"] | None = Field(
-        default=None, description="Required with `SASL_PLAINTEXT`/`SASL_SSL`."
+    sasl_mechanism: Literal["PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512", "OAUTHBEARER"] | None = Field(
+        default=None,
+        description="Required with `SASL_PLAINTEXT`/`SASL_SSL`. `OAUTHBEARER` takes its token from "
+        "`sasl_oauth_token_provider`.",
     )
-    sasl_username: str | None = Field(default=None, description="SASL user; required with SASL.")
+    sasl_username: str | None = Field(
+        default=None, description="SASL user; required with SASL `PLAIN` and `SCRAM-*`."
+    )
     sasl_password: SecretStr | None = Field(
-        default=None, description="SASL password; required with SASL. Never shown in repr, logs or errors."
+        default=None,
+        description="SASL password; required with SASL `PLAIN` and `SCRAM-*`. Never shown in repr, logs or "
+        "errors.",
+    )
+    sasl_oauth_token_provider: Callable[[], OAuthBearerToken] | None = Field(
+        default=None,
+        exclude=True,
+        repr=False,
+        description="**Code only** (a callable cannot come from the environment): returns an "
+        "`OAuthBearerToken(value, expires_at)` for `sasl_mechanism='OAUTHBEARER'`. The consumer, the "
+        "capability probe and the admin tools all use it, and call it again before the token expires "
+        "(at 80% of its lifetime). Never serialized or shown.",
     )
     ssl_ca_location: str | None = Field(default=None, description="CA certificate file (PEM) for SSL.")
     ssl_certificate_location: str | None = Field(
@@ -143,6 +159,13 @@ class ConsumerSettings(BaseSettings):
     )
     ssl_key_password: SecretStr | None = Field(
         default=None, description="Password of the client private key. Never shown."
+    )
+    ssl_endpoint_identification: bool = Field(
+        default=True,
+        description="Check that the broker's certificate names the host connected to (librdkafka "
+        "`ssl.endpoint.identification.algorithm=https`, kafka-python `ssl_check_hostname`). Turn it off "
+        "only deliberately, for brokers reached by an address their certificates do not name; the "
+        "traffic stays encrypted but a man in the middle is no longer detected.",
     )
     connect_timeout_s: float = Field(
         default=30.0, gt=0, description="Bound for reaching the bootstrap servers (probe and first metadata)."
@@ -210,6 +233,16 @@ class ConsumerSettings(BaseSettings):
             )
         return value
 
+    @field_validator("sasl_oauth_token_provider", mode="before")
+    @classmethod
+    def _provider_in_code(cls, value: object) -> object:
+        if isinstance(value, str):  # i.e. from STATIC_CONSUMER_SASL_OAUTH_TOKEN_PROVIDER
+            raise ValueError(
+                "a token provider is a callable and can only be set in code: "
+                "ConsumerSettings(sasl_oauth_token_provider=fetch_token, ...); unset the variable"
+            )
+        return value
+
     @field_validator("assignment_strategy", mode="before")
     @classmethod
     def _refuse_cooperative(cls, value: object) -> object:
@@ -256,6 +289,7 @@ __all__ = [
     "REDACTED",
     "ConsumerSettings",
     "LibrdkafkaValue",
+    "OAuthBearerToken",
     "env_var",
     "is_secret_key",
 ]

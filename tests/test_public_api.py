@@ -32,6 +32,7 @@ EXPECTED = {
     "Lost",
     "MembershipEvent",
     "MembershipListener",
+    "OAuthBearerToken",
     "Record",
     "RecordBatch",
     "RetriableError",
