@@ -88,14 +88,51 @@ class GroupMode:
         return None
 
     def recover(self, session: Session, error: PollError, handle: Callable[[PollError], object]) -> bool:
-        # Only a static member that was never assigned waits: afterwards the same refusal means that
-        # another process took the id while this one was away, which is fencing.
-        if error.kind is not ErrorKind.UNRELEASED or session.instance_id is None:
+        if session.instance_id is None:
             return False
-        if session.state not in (State.JOINING, State.REJOINING):
-            return False
-        wait_for_release(session, error, partial(self._replace_client, session), handle)
-        return True
+        if error.kind is ErrorKind.UNRELEASED and session.state in (State.JOINING, State.REJOINING):
+            # Only a static member that was never assigned waits: afterwards the same refusal means
+            # that another process took the id while this one was away, which is fencing.
+            wait_for_release(session, error, partial(self._replace_client, session), handle)
+            return True
+        if error.kind is ErrorKind.FENCED and self._fenced_by_itself(session):
+            self._rejoin_after_lost_session(session, error)
+            return True
+        return False
+
+    @staticmethod
+    def _fenced_by_itself(session: Session) -> bool:
+        """Classic protocol: a fence that only says this client lost its own session.
+
+        When librdkafka finds its session expired (its heartbeats starved: a long GC, SIGSTOP, a loaded
+        node) it resets its member id to "" before rejoining. A commit sent in that window carries the
+        instance id without a member id, and the coordinator, which still holds the instance id for this
+        process's own earlier member id, answers FENCED_INSTANCE_ID, which librdkafka makes fatal. Seen in
+        a real-broker run: "Request memberId= for static member ... is fenced by existing memberId=<its
+        own>". A real duplicate replaces the member id while this client still has one, so an empty member
+        id tells the two apart. Under KIP-848 the client keeps its member id and a lost session is
+        answered UNKNOWN_MEMBER_ID / FENCED_MEMBER_EPOCH, never this.
+        """
+        adapter = session.adapter
+        return (
+            session.settings.protocol == "classic"
+            and session.state is State.RUNNING
+            and adapter is not None
+            and not adapter.member_id()
+        )
+
+    def _rejoin_after_lost_session(self, session: Session, error: PollError) -> None:
+        log.warning(
+            "the client lost its group session (its member id was reset) and a request sent meanwhile "
+            "was refused as fenced by this process's own earlier member (%s); no other process holds "
+            "group.instance.id %r, so a new client rejoins with it. Records processed since the last "
+            "commit will be delivered again",
+            error.reason,
+            session.instance_id,
+        )
+        ownership.lost(session, sorted(session.offsets.owned))
+        session.move(State.JOINING)
+        self._replace_client(session)
 
     def _replace_client(self, session: Session) -> ConsumerAdapter:
         old, session.adapter = session.adapter, None

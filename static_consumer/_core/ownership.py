@@ -77,9 +77,12 @@ def commit(session: Session, what: Commitable, *, asynchronous: bool) -> dict[To
     try:
         session.adapter.commit(offsets, asynchronous=asynchronous)
     except AdapterError as exc:
-        if exc.error.fatal:
-            raise die(session, exc.error) from None
-        raise session.mode.commit_error(exc.error, offsets) from None
+        if not exc.error.fatal:
+            raise session.mode.commit_error(exc.error, offsets) from None
+        if session.mode.recover(session, exc.error, lambda e: None):
+            # The client was replaced (it had lost its session); these partitions were reported lost.
+            raise session.mode.commit_error(exc.error, offsets) from None
+        raise die(session, exc.error) from None
     if not asynchronous:
         session.offsets.committed(offsets)
     return offsets

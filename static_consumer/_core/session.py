@@ -39,7 +39,7 @@ class State(Enum):
         NEW        -> JOINING, RUNNING, CLOSED
         JOINING    -> RUNNING, REJOINING, FENCED, FAILED, CLOSED
         REJOINING  -> JOINING, RUNNING, FENCED, FAILED, CLOSED
-        RUNNING    -> FENCED, FAILED, CLOSED
+        RUNNING    -> JOINING, FENCED, FAILED, CLOSED
         FENCED     -> CLOSED
         FAILED     -> CLOSED
         CLOSED     ->
@@ -49,6 +49,9 @@ class State(Enum):
     - JOINING -> REJOINING: KIP-848 refused the join because the broker still holds the instance id
       (UNRELEASED_INSTANCE_ID); the dead client is replaced until the id is released (-> JOINING, or
       RUNNING when the new client is assigned while watched) or the wait gives up (-> FAILED).
+    - RUNNING -> JOINING (classic protocol): librdkafka lost its session locally and a request sent
+      without its member id was refused as fenced by this process's own earlier member; the client is
+      replaced and rejoins with the same instance id (the partitions were reported lost).
     - -> FENCED: another process took the instance id; -> FAILED: any other fatal error. Both are
       final: the consumer never commits or consumes again, and every call raises the same error.
     - -> CLOSED: ``close()`` or ``leave_group()``, from any state.
@@ -70,7 +73,7 @@ TRANSITIONS: Mapping[State, frozenset[State]] = {
     State.NEW: frozenset({State.JOINING, State.RUNNING, State.CLOSED}),
     State.JOINING: frozenset({State.RUNNING, State.REJOINING}) | _ENDINGS,
     State.REJOINING: frozenset({State.JOINING, State.RUNNING}) | _ENDINGS,
-    State.RUNNING: _ENDINGS,
+    State.RUNNING: frozenset({State.JOINING}) | _ENDINGS,
     State.FENCED: frozenset({State.CLOSED}),
     State.FAILED: frozenset({State.CLOSED}),
     State.CLOSED: frozenset(),
