@@ -156,8 +156,8 @@ def _not_statefulset(pod: str) -> str:
         return "a Deployment/ReplicaSet pod (no '-<ordinal>' suffix)"
     if _RANDOM_SUFFIX_POD.fullmatch(pod):
         return (
-            "a DaemonSet, Job or ReplicaSet pod: its suffix is a random suffix Kubernetes generated (5 "
-            "characters whose digits are 2 and 4-9), not a StatefulSet ordinal"
+            "a DaemonSet, Job or ReplicaSet pod: its suffix is random (Kubernetes draws 5 characters whose "
+            "only digits are 2 and 4-9), not a StatefulSet ordinal"
         )
     return "not a StatefulSet pod (no '-<ordinal>' suffix)"
 
