@@ -117,6 +117,10 @@ class FakeAdapter:
     stored: dict[TopicPartition, int] = field(default_factory=dict)
     metadata_failures: deque[PollError] = field(default_factory=deque)
     starts: list[dict[TopicPartition, int | None]] = field(default_factory=list)
+    # Subscription entries (names or patterns) the cluster has no topic for; unmatched() reports them.
+    missing_topics: set[str] = field(default_factory=set)
+    topic_reads: int = 0
+    topic_read_failures: deque[PollError] = field(default_factory=deque)
     _callbacks: dict[str, RebalanceCallback] = field(default_factory=dict)
     _errors: list[PollError] = field(default_factory=list)
 
@@ -150,6 +154,12 @@ class FakeAdapter:
         if self.metadata_failures:
             raise AdapterError(self.metadata_failures.popleft())
         return {t: self.partition_count.get(t) for t in topics}
+
+    def unmatched(self, subscription: Sequence[str], timeout: float) -> list[str]:
+        self.topic_reads += 1
+        if self.topic_read_failures:
+            raise AdapterError(self.topic_read_failures.popleft())
+        return [entry for entry in subscription if entry in self.missing_topics]
 
     def _step(self) -> Record | PollError | None:
         while self.script and not self.dead:

@@ -31,6 +31,7 @@ EXPECTED = {
     "Joining",
     "Lost",
     "MembershipEvent",
+    "MissingTopicError",
     "MembershipListener",
     "OAuthBearerToken",
     "Record",

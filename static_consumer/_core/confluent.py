@@ -27,6 +27,7 @@ from __future__ import annotations
 import functools
 import logging
 import operator
+import re
 import struct
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
@@ -169,6 +170,14 @@ def _convert(
     return RecordBatch.deferred(len(msgs), _Columns(msgs), topic=topic)
 
 
+def _matches(entry: str, topics: Iterable[str]) -> bool:
+    """Whether a subscription entry (a name, or a ``^regex`` as librdkafka takes it) matches a topic."""
+    if not entry.startswith("^"):
+        return entry in topics
+    pattern = re.compile(entry)
+    return any(pattern.search(topic) for topic in topics)
+
+
 def _ours(parts: Sequence[confluent_kafka.TopicPartition]) -> list[TopicPartition]:
     return [TopicPartition(p.topic, p.partition) for p in parts]
 
@@ -281,6 +290,14 @@ class ConfluentAdapter:
             meta = known.get(topic)
             counts[topic] = len(meta.partitions) if meta is not None and meta.partitions else None
         return counts
+
+    def unmatched(self, subscription: Sequence[str], timeout: float) -> list[str]:
+        try:
+            # Every topic: a pattern needs them all, and naming topics could make the broker create them.
+            names = self._consumer.list_topics(timeout=timeout).topics
+        except confluent_kafka.KafkaException as exc:
+            raise _raise(exc) from None
+        return [entry for entry in subscription if not _matches(entry, names)]
 
     def poll(self, timeout: float) -> Record | PollError | None:
         msg = self._consumer.poll(timeout)

@@ -28,6 +28,7 @@ from static_consumer._core.ordinal import OrdinalMode
 from static_consumer._core.rejoin import wait_for_release
 from static_consumer._core.seam import AdapterError, ConsumerAdapter, PollError, close_bounded
 from static_consumer._core.session import Session, State
+from static_consumer._core.topics import TopicWatch
 from static_consumer._kafka_codes import ErrorKind
 from static_consumer.errors import StaticConsumerError
 from static_consumer.events import Joining
@@ -68,7 +69,13 @@ class Mode(Protocol):
 class GroupMode:
     """Membership of the consumer group: subscribe, follow rebalances, rejoin a held id, leave."""
 
+    def __init__(self) -> None:
+        self.topics: TopicWatch | None = None  # from the first join on, across client replacements
+
     def join(self, session: Session) -> None:
+        if self.topics is None:
+            settings = session.settings
+            self.topics = TopicWatch(settings.topics, settings.missing_topic_timeout_s, session.clock)
         adapter = session.new_client()
         # Announced before subscribe(): a listener may ask the broker what it holds for this id.
         lookup = held_lookup(session.settings, session.instance_id)
@@ -85,7 +92,8 @@ class GroupMode:
             session.move(State.JOINING)
 
     def on_poll(self, session: Session, adapter: ConsumerAdapter) -> None:
-        return None
+        if self.topics is not None:
+            self.topics.check(session, adapter)  # a subscription to a missing topic must not run forever
 
     def recover(self, session: Session, error: PollError, handle: Callable[[PollError], object]) -> bool:
         if session.instance_id is None:
