@@ -27,6 +27,7 @@ def assigned(session: Session, partitions: list[TopicPartition]) -> None:
     """The client added ``partitions`` (the first call, even with none, means the member joined)."""
     if session.state in (State.JOINING, State.REJOINING):
         session.move(State.RUNNING)
+    session.stall.touch(partitions)
     session.offsets.add(partitions)
     log.info("assigned %s", _names(partitions) or "no partitions")
     session.dispatch.emit(Assigned(**session.event_fields(), partitions=tuple(sorted(partitions))))
@@ -38,11 +39,13 @@ def revoked(session: Session, partitions: list[TopicPartition]) -> None:
     session.dispatch.emit(Revoked(**session.event_fields(), partitions=tuple(sorted(partitions))))
     commit_quietly(session, partitions, f"offsets of revoked {_names(partitions)}")
     session.offsets.remove(partitions)
+    _forget(session, partitions, lost=False)
 
 
 def lost(session: Session, partitions: list[TopicPartition]) -> None:
     """Partitions lost without a rebalance (session timed out, max.poll.interval.ms exceeded)."""
     session.offsets.remove(partitions)  # another member may own them already: never commit them
+    _forget(session, partitions, lost=True)
     log.warning(
         "lost %s without committing (session timed out or max_poll_interval_ms exceeded); records "
         "processed since the last commit will be delivered again",
@@ -96,6 +99,17 @@ def commit_quietly(session: Session, partitions: Sequence[TopicPartition] | None
         log.warning("could not commit %s (%s); their records will be delivered again", what, exc)
         return
     session.offsets.committed(offsets)
+
+
+def _forget(session: Session, partitions: Sequence[TopicPartition], *, lost: bool) -> None:
+    """Records of ``partitions`` handed back earlier are not ours to hand out any more: their next
+    owner (maybe this member again, from the committed offset) reads them."""
+    session.stall.touch(partitions, left=True, lost=lost)
+    if session.buffer:
+        gone = set(partitions)
+        kept = [r for r in session.buffer if r.topic_partition not in gone]
+        session.buffer.clear()
+        session.buffer.extend(kept)
 
 
 def _names(partitions: Sequence[TopicPartition]) -> str:

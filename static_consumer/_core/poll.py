@@ -21,7 +21,9 @@ log = logging.getLogger(__name__)
 
 
 def after_client_call(session: Session, adapter: ConsumerAdapter) -> None:
-    """The mode's poll work, then the errors the client reported out of band (librdkafka's error_cb)."""
+    """The time of the return (for the stall guard), the mode's poll work, then the errors the client
+    reported out of band (librdkafka's error_cb)."""
+    session.stall.returned(session.clock())
     session.mode.on_poll(session, adapter)
     for error in adapter.take_errors():
         handle_error(session, error)
