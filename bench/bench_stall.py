@@ -121,10 +121,9 @@ def run_once(bootstrap: str, args: argparse.Namespace, protocol: str, variant: s
             taken = [
                 e["ts"] - frozen for o in others for e in o.events("assigned") if frozen < e["ts"] < thawed
             ]
-            lost = [e["ts"] - thawed for e in victim.events("lost") if e["ts"] > thawed]
-            if not lost:
+            if taken:  # the victim's partitions moved: wait for it to hear of the loss
                 victim.wait_for(lambda e: e["kind"] == "lost" and e["ts"] > thawed, 30, "the loss")
-                lost = [e["ts"] - thawed for e in victim.events("lost") if e["ts"] > thawed]
+            lost = [e["ts"] - thawed for e in victim.events("lost") if e["ts"] > thawed]
             group.wait_stable(timeout_s=120, settle_s=1.0)
             time.sleep(2.0)
             producer.stop()

@@ -166,6 +166,17 @@ def test_member_gone_hands_out_nothing_and_waits_for_the_loss() -> None:
     c.close()
 
 
+def test_member_gone_waits_for_the_loss_past_a_revoke_of_some_partitions() -> None:
+    script: list[Step] = [Assign((P0, P1)), rec(0, 0), rec(1, 0), None, Freeze(9.0), rec(0, 1), rec(1, 1)]
+    script += [None, Revoke((P1,)), None, rec(0, 2), None, Lose((P0,)), None]
+    c, adapter, events, _ = started(script, protocol="consumer")
+    owned_then_committed(c, [rec(0, 0), rec(1, 0)])
+    adapter.commit_failures.append(UNKNOWN_MEMBER)
+    assert c.consume(10, 0.1) == []  # P0 was still owned after the revoke, but the broker said gone
+    assert [(s.verdict, s.dropped) for s in events.stalls()] == [("gone", 3)]
+    c.close()
+
+
 def test_loss_reported_in_the_same_call_needs_no_probe() -> None:
     c, adapter, events, _ = started([Assign((P0,)), rec(0, 0), None, Freeze(9.0), Lose((P0,)), rec(0, 1)])
     owned_then_committed(c, [rec(0, 0)])

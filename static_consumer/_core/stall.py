@@ -123,13 +123,13 @@ def _settle(
     bound = _WAIT[verdict](watch.threshold_s)
     deadline = began + bound
     for _ in range(math.ceil(bound / SERVE_S)):  # bounded also on a clock that stands still
-        if watch.left_in > first or clock() >= deadline:
+        if _settled(session, verdict, first) or clock() >= deadline:
             break
         items = adapter.consume(max_records, SERVE_S)
         after_client_call(session, adapter)
         held.extend((watch.calls, record) for record in accept(session, items, []))
     owned = session.offsets.owned
-    if verdict == "gone" and watch.left_in <= first:
+    if verdict == "gone" and not _settled(session, verdict, first):
         # The broker said so and librdkafka has not yet: nothing of these partitions goes out until it
         # reports the loss (or a session timeout passes, see _expire).
         watch.gone.update(dict.fromkeys(owned - watch.gone.keys()))
@@ -201,6 +201,15 @@ def _verdict(session: Session, adapter: ConsumerAdapter) -> StallVerdict:
         return "gone" if exc.error.kind is ErrorKind.MEMBER_GONE else "unknown"
     session.offsets.committed(offsets)
     return "ok"
+
+
+def _settled(session: Session, verdict: StallVerdict, first: int) -> bool:
+    """Whether the client reported what the verdict expects since call ``first``: for ``gone`` the loss
+    (or a revoke of everything, classic ILLEGAL_GENERATION during a rebalance); else any revoke or loss."""
+    watch = session.stall
+    if verdict == "gone":
+        return watch.lost_in > first or (watch.left_in > first and not session.offsets.owned)
+    return watch.left_in > first
 
 
 def _drop_gone(session: Session, records: list[Record]) -> list[Record]:
