@@ -68,7 +68,7 @@ def threshold_s(session: Session) -> float:
     library's, KIP-848's 5 s of 45 s) both bounds give at most half the session, a quarter of
     (session - heartbeat) short of the earliest expiry: margin for the round trip and a late heartbeat on
     a busy host. A lower threshold only adds checks that were not needed (one commit round trip each,
-    measured 0.5-3 ms); a higher one would miss expiries.
+    measured 1-5 ms); a higher one would miss expiries.
     """
     settings, plan = session.settings, session.plan
     assert plan is not None  # a member joins after its plan exists
