@@ -40,6 +40,7 @@ from static_consumer.events import (
     MembershipEvent,
     MembershipListener,
     Revoked,
+    Stalled,
 )
 from static_consumer.identity import Identity, resolve_identity, validate_instance_id
 from static_consumer.settings import ConsumerSettings, OAuthBearerToken
@@ -83,6 +84,7 @@ __all__ = [
     "RetriableError",
     "Revoked",
     "SessionTimeoutOutOfBoundsError",
+    "Stalled",
     "State",
     "StaticConsumer",
     "StaticConsumerError",

@@ -8,7 +8,7 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 import pytest
-from fakes import MODERN, OLD, TRANSPORT_ERROR, FakeAdapter, Step, rec, tp
+from fakes import MODERN, OLD, TRANSPORT_ERROR, UNKNOWN_MEMBER, FakeAdapter, Step, rec, tp
 
 from assignors import ordinal_plan_all
 from static_consumer._core.seam import PollError
@@ -17,8 +17,6 @@ from static_consumer.errors import CommitFailedError, ConfigurationError, FatalC
 from static_consumer.events import Assigned, Closed, MembershipEvent, MembershipListener, Revoked
 from static_consumer.settings import ConsumerSettings
 from static_consumer.types import TopicPartition
-
-UNKNOWN_MEMBER = PollError(25, "UNKNOWN_MEMBER_ID", "Commit failed: Broker: Unknown member", False, False)
 
 
 def settings(**overrides: Any) -> ConsumerSettings:

@@ -39,6 +39,7 @@ EXPECTED = {
     "RetriableError",
     "Revoked",
     "SessionTimeoutOutOfBoundsError",
+    "Stalled",  # issue 22: the stall guard's event
     "State",
     "StaticConsumer",
     "StaticConsumerError",

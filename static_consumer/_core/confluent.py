@@ -346,6 +346,13 @@ class ConfluentAdapter:
         result = self._consumer.position(parts)
         return {TopicPartition(p.topic, p.partition): _offset(p.offset) for p in result}
 
+    def seek(self, partition: TopicPartition, offset: int) -> None:
+        # librdkafka bumps the partition's version at once, so messages already queued are not served.
+        try:
+            self._consumer.seek(confluent_kafka.TopicPartition(partition.topic, partition.partition, offset))
+        except confluent_kafka.KafkaException as exc:
+            raise _raise(exc) from None
+
     def assignment(self) -> list[TopicPartition]:
         return _ours(self._consumer.assignment())
 

@@ -28,6 +28,7 @@ from static_consumer._core.ordinal import OrdinalMode
 from static_consumer._core.rejoin import wait_for_release
 from static_consumer._core.seam import AdapterError, ConsumerAdapter, PollError, close_bounded
 from static_consumer._core.session import Session, State
+from static_consumer._core.stall import threshold_s as stall_threshold_s
 from static_consumer._core.topics import TopicWatch
 from static_consumer._kafka_codes import ErrorKind
 from static_consumer.errors import StaticConsumerError
@@ -88,6 +89,7 @@ class GroupMode:
             on_lost=partial(ownership.lost, session),
         )
         session.adapter = adapter
+        session.stall.threshold_s = stall_threshold_s(session)  # a group session: gaps are checked
         if session.state is State.NEW:
             session.move(State.JOINING)
 
