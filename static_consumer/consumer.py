@@ -38,7 +38,7 @@ from static_consumer._startup import JoinPlan, Prober, plan_join
 from static_consumer.errors import ConsumerClosedError, StaticConsumerError, UnreleasedInstanceIdError
 from static_consumer.events import Closed, Dispatcher, FatalError, Fenced, Joining, MembershipListener
 from static_consumer.settings import ConsumerSettings
-from static_consumer.types import Record, RecordBatch, TopicPartition
+from static_consumer.types import Record, RecordBatch, RecordList, TopicPartition
 
 log = logging.getLogger(__name__)
 
@@ -215,7 +215,10 @@ class StaticConsumer:
         if len(records) < max_records:
             items = adapter.consume(max_records - len(records), 0.0 if records else timeout)
             self._handle_out_of_band(adapter)
-            self._accept(items, records)
+            if not records and isinstance(items, RecordList):
+                records = items  # the adapter's list, with the highest offsets commit(records) needs
+            else:
+                self._accept(items, records)
         self._raise_listener_errors(records)
         return records
 
@@ -377,7 +380,7 @@ class StaticConsumer:
             offsets = dict(what)
         else:
             tracker = self._membership.offsets
-            if isinstance(what, RecordBatch):
+            if isinstance(what, RecordBatch | RecordList):  # they know their highest offsets
                 ignored = tracker.mark_highest(what.highest_offsets())
             else:
                 ignored = tracker.mark_all([what] if isinstance(what, Record) else what or ())
