@@ -23,9 +23,7 @@ Facts this module relies on (librdkafka 2.16 against Kafka 4.3, checked on a rea
 
 from __future__ import annotations
 
-import functools
 import logging
-import operator
 import struct
 from collections.abc import Iterable, Mapping, Sequence
 from itertools import repeat
@@ -117,7 +115,6 @@ def _message(msg: confluent_kafka.Message) -> Record | PollError:
 
 
 _Message = confluent_kafka.Message
-_is_not_none = functools.partial(operator.is_not, None)
 
 
 def _records(msgs: list[confluent_kafka.Message], topic: str | None) -> RecordList:
@@ -142,7 +139,7 @@ def _records(msgs: list[confluent_kafka.Message], topic: str | None) -> RecordLi
     types, stamps = _timestamps(msgs)
     msgs.clear()
     headers: Iterable[Headers] = repeat((), size)
-    if any(map(_is_not_none, raw_headers)):
+    if raw_headers.count(None) != size:  # some record has headers (a C loop comparing identities)
         headers = [() if h is None else _headers(h) for h in raw_headers]
     if topic is not None:
         highest = {(topic, p): o for p, o in dict(zip(partitions, offsets, strict=True)).items()}
@@ -192,7 +189,7 @@ class _Columns:
             return list(map(_ACCESSORS[name], msgs))
         if name == "headers":
             raw = list(map(_Message.headers, msgs))
-            return [() if h is None else _headers(h) for h in raw] if any(map(_is_not_none, raw)) else None
+            return [() if h is None else _headers(h) for h in raw] if raw.count(None) != len(raw) else None
         if name == "timestamp_types" or name == "timestamps_ms":
             if self._stamps is None:
                 self._stamps = _timestamps(msgs)
