@@ -33,7 +33,7 @@ from static_consumer._core.stall import guard
 from static_consumer.errors import ConsumerClosedError
 from static_consumer.events import Closed, Dispatcher, MembershipListener
 from static_consumer.settings import ConsumerSettings
-from static_consumer.types import Record, RecordBatch, TopicPartition
+from static_consumer.types import Record, RecordBatch, RecordList, TopicPartition
 
 log = logging.getLogger(__name__)
 
@@ -175,7 +175,10 @@ class StaticConsumer:
         if len(records) < max_records:
             items = adapter.consume(max_records - len(records), 0.0 if records else timeout)
             after_client_call(s, adapter)
-            accept(s, items, records)
+            if not records and isinstance(items, RecordList):
+                records = items  # the adapter's list, with the highest offsets commit(records) needs
+            else:
+                accept(s, items, records)
             if s.stall.checking:
                 records = guard(s, adapter, records, max_records)
         hand_out(s, records)

@@ -22,7 +22,7 @@ from static_consumer._kafka_codes import (
     UNRELEASED_INSTANCE_ID,
 )
 from static_consumer.capabilities import BrokerCapabilities
-from static_consumer.types import Record, RecordBatch, TopicPartition
+from static_consumer.types import Record, RecordBatch, RecordList, TopicPartition
 
 FENCED_TEXT = (
     "Fatal error: Broker: Static consumer fenced by other consumer with same group.instance.id: "
@@ -222,6 +222,8 @@ class FakeAdapter:
             out.append(item)
             if isinstance(item, PollError):
                 break
+        if all(isinstance(item, Record) for item in out):
+            return RecordList(out)  # type: ignore[arg-type, return-value]  # like the confluent adapter
         return out
 
     def consume_batch(self, max_records: int, timeout: float) -> RecordBatch | list[Record | PollError]:

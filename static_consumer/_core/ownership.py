@@ -16,7 +16,7 @@ from static_consumer._core.failures import recover_or_die
 from static_consumer._core.seam import AdapterError, PollError
 from static_consumer._core.session import Session, State
 from static_consumer.events import Assigned, Lost, Revoked
-from static_consumer.types import Record, RecordBatch, TopicPartition
+from static_consumer.types import Record, RecordBatch, RecordList, TopicPartition
 
 log = logging.getLogger(__name__)
 
@@ -68,7 +68,7 @@ def commit(session: Session, what: Commitable, *, asynchronous: bool) -> dict[To
     if isinstance(what, Mapping):
         offsets = dict(what)
     else:
-        if isinstance(what, RecordBatch):
+        if isinstance(what, RecordBatch | RecordList):  # they know their highest offsets
             ignored = session.offsets.mark_highest(what.highest_offsets())
         else:
             ignored = session.offsets.mark_all([what] if isinstance(what, Record) else what or ())
