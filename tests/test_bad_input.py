@@ -2,7 +2,7 @@
 when the settings are built, before any network I/O, instead of a raw exception (exit 70) later.
 
 The rules tested here need no broker; a missing topic and a wrong SASL password do, and are tested on a
-real one in integration/test_bad_input.py.
+real one in integration/test_bad_input_broker.py.
 """
 
 from __future__ import annotations

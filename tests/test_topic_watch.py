@@ -1,5 +1,5 @@
 """A subscription to a topic that does not exist ends in MissingTopicError after missing_topic_timeout_s
-(the real-broker behaviour, both protocols, is in integration/test_bad_input.py)."""
+(the real-broker behaviour, both protocols, is in integration/test_bad_input_broker.py)."""
 
 from __future__ import annotations
 
