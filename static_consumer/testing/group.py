@@ -28,6 +28,9 @@ class Group:
     partitions: int
     protocol: str = "classic"
     static: bool = True
+    # The group's session timeout: a group config under KIP-848, each member's session_timeout_ms under
+    # classic. None: CONSUMER_PROTOCOL_SESSION_MS under KIP-848, the spec's default under classic.
+    session_ms: int | None = None
     spec_factory: Callable[[str], dict[str, Any]] | None = None  # overrides the StaticConsumer spec
     # Per-member keys merged into the default spec (e.g. event_log, otel, leave_on_exit, batch).
     spec_extra: Callable[[str], Mapping[str, Any]] | None = None
@@ -41,7 +44,7 @@ class Group:
                 self.bootstrap,
                 self.group_id,
                 {
-                    "consumer.session.timeout.ms": str(CONSUMER_PROTOCOL_SESSION_MS),
+                    "consumer.session.timeout.ms": str(self.session_ms or CONSUMER_PROTOCOL_SESSION_MS),
                     "consumer.heartbeat.interval.ms": "500",
                 },
             )
@@ -72,6 +75,8 @@ class Group:
         if self.spec_factory is not None:
             return self.spec_factory(name)
         settings: dict[str, Any] = {"protocol": self.protocol}
+        if self.protocol == "classic" and self.session_ms is not None:
+            settings["session_timeout_ms"] = self.session_ms
         if not self.static:
             settings["static_policy"] = "dynamic"
         spec = static_spec(
