@@ -83,9 +83,9 @@ async def threads_and_callbacks(bootstrap: str, topic: str) -> None:
     for _ in range(10):
         await asyncio.gather(consumer.consume(100, 0.5), consumer.assignment(), consumer.position([]))
     await consumer.close()
-    print(f"consume with concurrent assignment()/position(): {len(set(executor2.threads))} distinct thread(s)")
+    print(f"consume with concurrent assignment()/position(): {len(set(executor2.threads))} thread(s)")
     on_loop = all(t == loop_thread for t in callback_threads)
-    print(f"on_assign (a coroutine): ran {len(callback_threads)} time(s), on the event loop's thread: {on_loop}")
+    print(f"on_assign (a coroutine): ran {len(callback_threads)} time(s), on the loop's thread: {on_loop}")
 
 
 async def plain_callback(bootstrap: str, topic: str) -> None:
