@@ -13,11 +13,18 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import signal
+import subprocess
+import sys
+import threading
 import time
+import urllib.error
+import urllib.request
 from collections import Counter
 from collections.abc import Callable
+from pathlib import Path
 
 import pytest
 
@@ -218,3 +225,64 @@ def test_consumer_protocol_duplicate_is_refused_and_the_async_member_goes_on(
 
     asyncio.run(asyncio.wait_for(undisturbed(), 3 * WAIT_S))
     print(f"consumer: duplicate refused, async member undisturbed; took {time.monotonic() - started:.1f}s")
+
+
+def test_the_asyncio_service_example_reports_health_and_stops_on_sigterm(factories: Factories) -> None:
+    """examples/asyncio_service.py as a pod would run it: ready once in the group, every record handled
+    and committed, SIGTERM -> exit 0 after closing."""
+    started = time.monotonic()
+    group = _group("classic", factories)
+    settings = group.spec("svc-0")["settings"]
+    env = {
+        **os.environ,
+        "STATIC_CONSUMER_BOOTSTRAP_SERVERS": group.bootstrap,
+        "STATIC_CONSUMER_GROUP_ID": group.group_id,
+        "STATIC_CONSUMER_TOPICS": group.topic,
+        "STATIC_CONSUMER_SESSION_TIMEOUT_MS": str(settings["session_timeout_ms"]),
+        "STATIC_CONSUMER_HEARTBEAT_INTERVAL_MS": str(settings["heartbeat_interval_ms"]),
+        "POD_NAME": "svc-0",
+        "HEALTH_PORT": "0",
+    }
+    example = Path(__file__).parent.parent / "examples" / "asyncio_service.py"
+    proc = subprocess.Popen(
+        [sys.executable, str(example)], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
+    lines: list[str] = []
+    assert proc.stdout is not None
+    stdout = proc.stdout
+    threading.Thread(target=lambda: lines.extend(iter(stdout.readline, "")), daemon=True).start()
+    try:
+        _wait(lambda: any(line.startswith("health on port") for line in lines), "the health server")
+        port = int(next(line for line in lines if line.startswith("health on port")).split()[-1])
+        _wait(lambda: _get(port, "/readyz")[0] == 200, "readiness")
+        code, body = _get(port, "/healthz")
+        assert code == 200 and body["state"] == "running" and body["instance_id"] == "svc-0"
+        produce(group.bootstrap, group.topic, 300)
+        handled = lambda: sum(int(x.split()[1]) for x in list(lines) if x.startswith("handled"))  # noqa: E731
+        _wait(lambda: handled() >= 300, "300 records handled")
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(timeout=WAIT_S) == 0, proc.stderr.read() if proc.stderr else ""
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    hw = high_watermarks(group.bootstrap, group.topic, PARTITIONS)
+    assert group.committed() == hw, "every handled record committed before the exit"
+    print(f"asyncio service example: took {time.monotonic() - started:.1f}s")
+
+
+def _get(port: int, path: str) -> tuple[int, dict[str, object]]:
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}{path}", timeout=5) as response:
+            return response.status, json.loads(response.read())
+    except urllib.error.HTTPError as error:
+        return error.code, json.loads(error.read())
+    except OSError:
+        return 0, {}
+
+
+def _wait(condition: Callable[[], bool], what: str, timeout_s: float = WAIT_S) -> None:
+    deadline = time.monotonic() + timeout_s
+    while not condition():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout_s}s waiting for {what}")
+        time.sleep(0.1)
