@@ -9,6 +9,8 @@ warm-up round, then ``--rounds`` rounds with the loops in alternating order):
 
 - ``sync StaticConsumer.consume_batch``: the baseline, ``for r in batch: len(r.value)``, ``commit(batch)``;
 - ``AsyncStaticConsumer.consume_batch``: the same, awaited, inside ``asyncio.run``;
+- ``AsyncStaticConsumer.batches()``: ``async for batch in consumer.batches(500, 1.0)``, every value read
+  (each batch committed by the iterator once the body is done, sent with the next fetch);
 - ``aiokafka getmany (group_instance_id)``: ``await c.getmany(timeout_ms=1000, max_records=500)``, every
   value read, ``await c.commit()`` (aiokafka's own consumed positions).
 
@@ -45,6 +47,7 @@ PASS_TIMEOUT_S = 600.0
 INSTANCE = "bench-0"
 SYNC = "sync StaticConsumer.consume_batch"
 ASYNC = "AsyncStaticConsumer.consume_batch"
+ASYNC_ITER = "AsyncStaticConsumer.batches()"
 AIOKAFKA = "aiokafka getmany (group_instance_id)"
 TICK_S = 0.01
 
@@ -125,6 +128,22 @@ async def async_pass(bootstrap: str, topic: str, count: int, lags: list[float]) 
                 for r in batch:
                     size += len(r.value or b"")
                 await consumer.commit(batch)
+    lags.append(lag.worst)
+    return timer.result()
+
+
+async def async_iter_pass(bootstrap: str, topic: str, count: int, lags: list[float]) -> Pass:
+    timer, size = PassTimer(), 0
+    deadline = time.monotonic() + PASS_TIMEOUT_S
+    consumer = AsyncStaticConsumer(_settings(bootstrap, topic, f"iter-{uuid.uuid4().hex[:8]}"))
+    async with consumer:
+        with LoopLag() as lag:
+            async for batch in consumer.batches(BATCH, 1.0):
+                timer.add(len(batch))
+                for r in batch:
+                    size += len(r.value or b"")
+                if timer.seen >= count or time.monotonic() > deadline:
+                    consumer.stop()  # the iterator commits this batch and ends
     lags.append(lag.worst)
     return timer.result()
 
@@ -216,10 +235,11 @@ def main() -> None:
         create_topic(bootstrap, topic, PARTITIONS)
         took = produce(bootstrap, topic, args.records, 100)
         print(f"topic {topic}: {args.records:,} records of 100 B in {PARTITIONS} partitions ({took:.1f} s)")
-        lags: dict[str, list[float]] = {ASYNC: [], AIOKAFKA: []}
+        lags: dict[str, list[float]] = {ASYNC: [], ASYNC_ITER: [], AIOKAFKA: []}
         loops = {
             SYNC: lambda: sync_pass(bootstrap, topic, args.records),
             ASYNC: _in_loop(lambda: async_pass(bootstrap, topic, args.records, lags[ASYNC])),
+            ASYNC_ITER: _in_loop(lambda: async_iter_pass(bootstrap, topic, args.records, lags[ASYNC_ITER])),
             AIOKAFKA: _in_loop(lambda: aiokafka_pass(bootstrap, topic, args.records, lags[AIOKAFKA])),
         }
         rounds = Rounds(baseline=SYNC)

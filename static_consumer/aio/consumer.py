@@ -85,11 +85,19 @@ class AsyncStaticConsumer:
         """``fn(*args)`` on the consumer's thread, awaited."""
         return await asyncio.wrap_future(self._thread.submit(self._job, fn, *args))
 
-    async def _fetch(self, fn: Callable[[int, float], T], max_records: int, timeout: float) -> T:
+    async def _fetch(
+        self,
+        fn: Callable[[int, float], T],
+        max_records: int,
+        timeout: float,
+        first: Callable[[], object] | None = None,
+    ) -> T:
+        """``fn(max_records, timeout)`` on the thread, after ``first()`` in the same job when given (the
+        commit of the previous batch: one trip to the thread instead of two)."""
         if self._fetching:
             raise RuntimeError("another task is already awaiting a fetch from this consumer")
         self._fetching = True
-        fetch = self._thread.submit(self._job, fn, max_records, timeout)
+        fetch = self._thread.submit(self._job, _then, first, fn, max_records, timeout)
         try:
             return await asyncio.wrap_future(fetch)
         except asyncio.CancelledError:
@@ -191,11 +199,15 @@ class AsyncStaticConsumer:
         (riding out commit failures while the coordinator moves, as ``run_until_sigterm`` does). A body
         that raises or breaks leaves its batch uncommitted."""
         committer = BatchCommitter(self._sync)
+        commit: Callable[[], object] | None = None  # the last batch's, sent with the next fetch
         while not self.stopping:
-            batch = await self.consume_batch(max_records, timeout)
+            batch = await self._fetch(self._sync.consume_batch, max_records, timeout, commit)
+            commit = None
             if len(batch):
                 yield batch
-                await self._call(committer.commit, batch)
+                commit = functools.partial(committer.commit, batch)
+        if commit is not None:
+            await self._call(commit)
 
     async def commit(
         self, what: Commitable = None, *, asynchronous: bool = False
@@ -206,6 +218,12 @@ class AsyncStaticConsumer:
     async def mark_processed(self, record: Record) -> None:
         """The next commit (or revoke, or close) commits ``record``."""
         await self._call(self._sync.mark_processed, record)
+
+
+def _then(first: Callable[[], object] | None, fn: Callable[[int, float], T], n: int, timeout: float) -> T:
+    if first is not None:
+        first()
+    return fn(n, timeout)
 
 
 __all__ = ["AsyncStaticConsumer"]

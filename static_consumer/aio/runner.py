@@ -19,7 +19,7 @@ import signal
 from collections.abc import Awaitable, Callable, Iterable
 
 from static_consumer.aio.consumer import AsyncStaticConsumer
-from static_consumer.shutdown import BatchCommitter, StopRequest
+from static_consumer.shutdown import StopRequest
 from static_consumer.types import RecordBatch
 
 
@@ -49,17 +49,14 @@ async def run_until_sigterm(
     for sig in signals:
         loop.add_signal_handler(sig, request, sig)
         installed.append(sig)
-    # The committer wraps the sync consumer and runs on its thread, like every other call.
-    committer = BatchCommitter(consumer._sync)
     try:
         await consumer.start()
-        while not consumer.stopping:
-            batch = await consumer.consume_batch(max_records, poll_timeout_s)
-            if len(batch):
-                handled = handle_batch(batch)
-                if inspect.isawaitable(handled):
-                    await handled
-                await consumer._call(committer.commit, batch)
+        # batches() commits each batch once the body is done (with the next fetch, on the thread) and
+        # ends at the stop request, after committing the last one.
+        async for batch in consumer.batches(max_records, poll_timeout_s):
+            handled = handle_batch(batch)
+            if inspect.isawaitable(handled):
+                await handled
     finally:
         try:
             await consumer.close(timeout_s=request.close_timeout(bound))
