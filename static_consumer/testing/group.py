@@ -15,6 +15,19 @@ from static_consumer.testing.specs import static_spec
 Partition = tuple[str, int]
 # KIP-848 groups get a per-group session timeout so tests need not wait the broker default of 45 s.
 CONSUMER_PROTOCOL_SESSION_MS = 10000
+CONSUMER_PROTOCOL_HEARTBEAT_MS = 500
+
+
+def shorten_consumer_session(bootstrap: str, group_id: str) -> None:
+    """Give the KIP-848 group ``group_id`` the test session and heartbeat interval (group overrides)."""
+    set_group_config(
+        bootstrap,
+        group_id,
+        {
+            "consumer.session.timeout.ms": str(CONSUMER_PROTOCOL_SESSION_MS),
+            "consumer.heartbeat.interval.ms": str(CONSUMER_PROTOCOL_HEARTBEAT_MS),
+        },
+    )
 
 
 @dataclass
@@ -37,14 +50,7 @@ class Group:
 
     def __post_init__(self) -> None:
         if self.protocol == "consumer":
-            set_group_config(
-                self.bootstrap,
-                self.group_id,
-                {
-                    "consumer.session.timeout.ms": str(CONSUMER_PROTOCOL_SESSION_MS),
-                    "consumer.heartbeat.interval.ms": "500",
-                },
-            )
+            shorten_consumer_session(self.bootstrap, self.group_id)
 
     @classmethod
     def new(
