@@ -14,8 +14,11 @@ partitions while a producer writes 100 records/s and every member commits after 
 - duplicate: start a second process with the id of a member that owns everything, with traffic (the
   member commits) and idle (nothing to commit).
 
-Prints one row per scenario with min-max spreads over the runs, the refused joins and session expiries
-the broker logged, and the load average: timings on a shared machine vary with it.
+Prints one row per scenario: times in seconds from the kill, SIGTERM or start of the duplicate, as
+min-max over the runs; the refused joins and session expiries the broker logged; and the load average,
+since timings on a shared machine vary with it. "old member gone" is when ConsumerGroupDescribe (polled
+every 0.25 s) stopped listing the old member id: its expiry under KIP-848 after a crash, its replacement
+otherwise; it can trail the restart's assignment by a poll, hence small negative "gone -> assigned".
 """
 
 from __future__ import annotations
@@ -62,7 +65,8 @@ class Row:
         if column in self.values:
             got = self.values[column]
             low, high = min(got), max(got)
-            text = f"{low:.1f}" if high - low < 0.05 else f"{low:.1f}-{high:.1f}"
+            dash = " to " if low < 0 else "-"
+            text = f"{low:.1f}" if high - low < 0.05 else f"{low:.1f}{dash}{high:.1f}"
             return text if len(got) == self.n else f"{text} ({len(got)}/{self.n})"
         if column in self.counts:
             notes = self.counts[column]
@@ -232,10 +236,25 @@ def duplicate(group: Group, row: Row, traffic: bool, session_s: float) -> None:
             proc.kill()
 
 
+RESTART_COLUMNS = (
+    "stop -> exit (s)",
+    "-> assigned (s)",
+    "old member gone (s)",
+    "gone -> assigned (s)",
+    "same partitions",
+    "revocations elsewhere",
+    "refused joins",
+    "expiries",
+    "restart exit",
+    "records twice",
+)
+DUPLICATE_COLUMNS = ("loser", "exit code", "start -> exit (s)", "joining -> exit (s)", "survivor")
+
+
 def table(rows: Sequence[Row]) -> str:
-    columns: list[str] = []
-    for row in rows:
-        columns.extend(c for c in [*row.values, *row.counts] if c not in columns)
+    """A markdown table of ``rows`` with the columns any of them has, in the order above."""
+    have = {c for r in rows for c in [*r.values, *r.counts]}
+    columns = [c for c in (*RESTART_COLUMNS, *DUPLICATE_COLUMNS) if c in have]
     lines = [
         "| scenario | n | " + " | ".join(columns) + " |",
         "|---|---|" + "---|" * len(columns),
@@ -279,7 +298,9 @@ def main() -> None:
                 loads.append(load())
                 print(table(rows[-1:]), flush=True)
     print()
-    print(table(rows))
+    print(table([r for r in rows if "duplicate" not in r.name]))
+    print()
+    print(table([r for r in rows if "duplicate" in r.name]))
     print(f"load average (1/5/15 min) after each scenario: {', '.join(loads)}")
 
 

@@ -117,8 +117,10 @@ def _with_group_overrides(admin: Any, group_id: str, caps: BrokerCapabilities) -
     try:
         entries = admin.describe_configs([resource], config_filter="all")["group"][group_id]
     except (kafka_errors.KafkaError, KeyError) as exc:
+        # The group's session is then unknown: it may be longer than the broker's. Leaving it None makes
+        # the wait for a held instance id use the broker's maximum, which bounds every override.
         log.info("could not describe group %s configs: %s", group_id, type(exc).__name__)
-        return caps
+        return replace(caps, consumer_session_timeout_ms=None)
     overrides: dict[str, Any] = {}
     for key, field_name in GROUP_OVERRIDES.items():
         entry = entries.get(key, {})

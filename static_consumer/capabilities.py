@@ -145,7 +145,8 @@ def _decide_consumer_protocol(settings: ConsumerSettings, caps: BrokerCapabiliti
     timeout = caps.consumer_session_timeout_ms
     if timeout is None:
         warnings.append(
-            "could not read the broker's group.consumer.session.timeout.ms; restart budget unchecked"
+            "could not read the group's session timeout (the broker's group.consumer.session.timeout.ms "
+            "or the group's consumer.session.timeout.ms); restart budget unchecked"
         )
     else:
         what = "the broker's group.consumer.session.timeout.ms"
