@@ -1,12 +1,14 @@
 """What a crash, a clean restart and a duplicate process cost a static member, under each group protocol.
 
-    python bench/bench_restart.py [--kills 5] [--closes 3] [--duplicates 3] [--session-s 30]
-                                  [--protocols classic,consumer]
+    python bench/bench_restart.py [--kills 6] [--closes 4] [--duplicates 3] [--session-s 30]
+                                  [--group-session-s S] [--protocols classic,consumer]
+                                  [--scenarios kill,close,duplicate,idle]
 
 Starts one Apache Kafka broker on the JVM (the test harness) whose KIP-848 session is ``--session-s``
 (``group.consumer.session.timeout.ms``; the heartbeat interval stays at Kafka's 5 s default, as a new
 user would run it) and StaticConsumer child processes (classic: ``session_timeout_ms`` = the same
-session, the library's default heartbeat). Every scenario runs on a new group of three members over six
+session, the library's default heartbeat). ``--group-session-s`` gives every KIP-848 group its own
+``consumer.session.timeout.ms`` override instead. Every scenario runs on a new group of three members over six
 partitions while a producer writes 100 records/s and every member commits after each batch:
 
 - kill: SIGKILL one member once the group is stable, restart it at once (rotating through the members);
@@ -37,6 +39,7 @@ from typing import Any
 from static_consumer.demo.runner import ContinuousProducer
 from static_consumer.testing import JvmKafkaCluster, create_topic, describe_group
 from static_consumer.testing.group import Group
+from static_consumer.testing.kafka_ops import set_group_config
 from static_consumer.testing.processes import ConsumerProcess, wait_until
 from static_consumer.testing.specs import static_spec
 
@@ -78,9 +81,10 @@ class Row:
 class Broker:
     """The harness broker, its log (refusals and expiries per group) and a stream of unique names."""
 
-    def __init__(self, cluster: JvmKafkaCluster) -> None:
+    def __init__(self, cluster: JvmKafkaCluster, group_session_s: float | None) -> None:
         self.cluster = cluster
         self.bootstrap = cluster.bootstrap_servers
+        self.group_session_s = group_session_s
 
     def log_count(self, group: str, what: str) -> int:
         patterns = {
@@ -96,11 +100,14 @@ class Broker:
 
 
 def new_group(broker: Broker, protocol: str, tag: str, session_s: float) -> Group:
-    """A group of StaticConsumer children; KIP-848 groups get no override, so the broker's session
-    applies, and classic members ask for the same session with the library's default heartbeat."""
+    """A group of StaticConsumer children: classic members ask for ``session_s`` with the library's
+    default heartbeat; KIP-848 groups get the broker's session, or ``broker.group_session_s``."""
     suffix = uuid.uuid4().hex[:6]
     topic = create_topic(broker.bootstrap, f"bench-restart-{tag}-{suffix}", PARTITIONS)
     group_id = f"bench-restart-{protocol}-{tag}-{suffix}"
+    if protocol == "consumer" and broker.group_session_s is not None:
+        override = {"consumer.session.timeout.ms": str(int(broker.group_session_s * 1000))}
+        set_group_config(broker.bootstrap, group_id, override)
 
     def spec(name: str) -> dict[str, Any]:
         settings: dict[str, Any] = {"protocol": protocol, "max_poll_interval_ms": 300000}
@@ -269,32 +276,35 @@ def load() -> str:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--kills", type=int, default=5)
-    parser.add_argument("--closes", type=int, default=3)
+    parser.add_argument("--kills", type=int, default=6)
+    parser.add_argument("--closes", type=int, default=4)
     parser.add_argument("--duplicates", type=int, default=3)
     parser.add_argument("--session-s", type=float, default=30.0)
+    parser.add_argument("--group-session-s", type=float, help="a per-group override for KIP-848 groups")
     parser.add_argument("--protocols", default="classic,consumer")
+    parser.add_argument("--scenarios", default="kill,close,duplicate,idle")
     args = parser.parse_args()
     config = {"group.consumer.session.timeout.ms": str(int(args.session_s * 1000))}
     loads = [load()]
     with JvmKafkaCluster(1, extra_config=config) as cluster:
-        broker = Broker(cluster)
+        broker = Broker(cluster, args.group_session_s)
+        group_note = f", KIP-848 group override {args.group_session_s:g} s" if args.group_session_s else ""
         print(
             f"Apache Kafka {cluster.version} at {broker.bootstrap}; session {args.session_s:g} s (both "
-            "protocols), heartbeat: Kafka's and the library's defaults; load average (1/5/15 min) "
-            f"{loads[0]}",
+            f"protocols{group_note}), heartbeat: Kafka's and the library's defaults; load average "
+            f"(1/5/15 min) {loads[0]}",
             flush=True,
         )
         rows: list[Row] = []
-        scenarios: list[Callable[[str], Row]] = [
-            lambda p: restarts(broker, p, "kill", args.kills, args.session_s),
-            lambda p: restarts(broker, p, "close", args.closes, args.session_s),
-            lambda p: duplicates(broker, p, args.duplicates, True, args.session_s),
-            lambda p: duplicates(broker, p, args.duplicates, False, args.session_s),
-        ]
-        for scenario in scenarios:
+        scenarios: dict[str, Callable[[str], Row]] = {
+            "kill": lambda p: restarts(broker, p, "kill", args.kills, args.session_s),
+            "close": lambda p: restarts(broker, p, "close", args.closes, args.session_s),
+            "duplicate": lambda p: duplicates(broker, p, args.duplicates, True, args.session_s),
+            "idle": lambda p: duplicates(broker, p, args.duplicates, False, args.session_s),
+        }
+        for name in args.scenarios.split(","):
             for protocol in args.protocols.split(","):
-                rows.append(scenario(protocol))
+                rows.append(scenarios[name](protocol))
                 loads.append(load())
                 print(table(rows[-1:]), flush=True)
     print()
