@@ -33,6 +33,7 @@ from static_consumer.testing.processes import ConsumerProcess, Event, wait_until
 from static_consumer.testing.specs import static_spec
 
 PARTITIONS = 4
+BATCH = 50
 FENCE_BOUND_S = 10.0  # issue 3: the fenced process exits within 10 s
 SESSION_S = CONSUMER_PROTOCOL_SESSION_MS / 1000
 BROKER_SESSION_S = 45.0  # the shared broker's group.consumer.session.timeout.ms (Kafka's default)
@@ -75,7 +76,7 @@ def _spec(protocol: str, bootstrap: str, group: str, topic: str) -> dict[str, An
     if protocol == "consumer":
         shorten_consumer_session(bootstrap, group)
     spec = static_spec(bootstrap, group, [topic], "app-0", protocol=protocol)
-    spec["batch"] = 50  # small batches: many commits, so a commit after the fence would show
+    spec["batch"] = BATCH  # small batches: many commits, so a commit after the fence would show
     return spec
 
 
@@ -97,6 +98,19 @@ def _assert_fenced_cleanly(proc: ConsumerProcess, since: float, since_what: str)
     late = [e["kind"] for e in proc.events()[fenced:] if e["kind"] in ("committed", "records")]
     assert late == [], f"{proc.name} went on after the fence: {late}"
     assert proc.events("closed")[-1]["left_group"] is False  # the id belongs to the other process now
+
+
+def _print_overlap(original: ConsumerProcess, duplicate: ConsumerProcess, fenced_at: float) -> None:
+    """Classic fencing overlap (issue 22): what the original still handed out once the duplicate owned
+    the partitions. No stall guard can see it (no pause): it ends at the original's next commit or
+    heartbeat, which the broker refuses. At most one batch; its commit is refused (exit 82, checked)."""
+    assigned_at = next(e["ts"] for e in duplicate.events("assigned") if e["partitions"])
+    overlap = sum(len(e["records"]) for e in original.events("records") if e["ts"] > assigned_at)
+    print(
+        f"classic fencing overlap: the original handed out {overlap} records after the duplicate was "
+        f"assigned; fenced {(fenced_at - assigned_at) * 1000:.0f} ms after that assignment"
+    )
+    assert overlap <= BATCH
 
 
 def _sole_member(bootstrap: str, group: str) -> tuple[str, str]:
@@ -147,6 +161,7 @@ def test_classic_duplicate_of_a_stable_member_fences_the_original(
         _assert_fenced_cleanly(original, started, "the duplicate process was started")
         wait_until(lambda: _owns_all(duplicate, topic), 30, "the duplicate owning every partition")
         fenced_at = original.wait_for_kind("fenced", timeout_s=1)["ts"]
+        _print_overlap(original, duplicate, fenced_at)
         # The winner keeps consuming and committing after the fence.
         duplicate.wait_for(
             lambda e: e["kind"] == "committed" and e["ts"] > fenced_at, 30, "a commit after the fence"

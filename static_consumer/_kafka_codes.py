@@ -27,6 +27,7 @@ class ErrorKind(Enum):
     TRANSIENT = "transient"  # the coordinator moved or the network blinked: the same call can succeed
     UNREACHABLE = "unreachable"  # no broker answered (within the bound)
     MEMBERSHIP_CHANGED = "membership_changed"  # the partitions changed hands: a commit for them is refused
+    MEMBER_GONE = "member_gone"  # the session or generation is over: the partitions may be another's now
     AUTHENTICATION = "authentication"  # the credentials were refused: the same settings fail again
     AUTHORIZATION = "authorization"  # the principal lacks an ACL
     UNKNOWN_TOPIC = "unknown_topic"  # the topic (or partition) does not exist (yet)
@@ -59,14 +60,14 @@ _ENTRIES = (
     KafkaCode(
         22,
         "ILLEGAL_GENERATION",
-        _K.MEMBERSHIP_CHANGED,
+        _K.MEMBER_GONE,
         False,
         "a rebalance ended the generation: the commit's partitions may belong to another member",
     ),
     KafkaCode(
         25,
         "UNKNOWN_MEMBER_ID",
-        _K.MEMBERSHIP_CHANGED,
+        _K.MEMBER_GONE,
         False,
         "the coordinator no longer knows this member (session expired, removed, or an ordinal consumer "
         "committing while the group has members)",
@@ -100,7 +101,7 @@ _ENTRIES = (
     KafkaCode(
         110,
         "FENCED_MEMBER_EPOCH",
-        _K.MEMBERSHIP_CHANGED,
+        _K.MEMBER_GONE,
         False,
         "KIP-848: the member epoch was fenced; the member rejoins and its commits are refused meanwhile",
     ),

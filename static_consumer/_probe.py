@@ -15,7 +15,7 @@ from typing import Any
 import kafka.errors as kafka_errors
 from kafka.admin import ConfigResource, ConfigResourceType
 
-from static_consumer._broker import explain
+from static_consumer._broker import explain, failed_login
 from static_consumer._kafka_codes import ErrorKind
 from static_consumer._kafka_python import admin_client, kind_of
 from static_consumer._secrets import scrub_for
@@ -41,11 +41,12 @@ def probe(settings: ConsumerSettings) -> BrokerCapabilities:
     """Read ApiVersions and group.* configs from one live broker of the cluster.
 
     Raises BrokerUnavailableError if the bootstrap servers do not answer within ``connect_timeout_s``,
-    AuthenticationError if they refuse the SASL credentials (found out within another
-    ``connect_timeout_s``) and ConfigurationError if the principal may not do what the probe needs.
+    AuthenticationError at their first refusal of the SASL credentials, and ConfigurationError if the
+    principal may not do what the probe needs.
     Group configs the principal may not describe are left None (the gate then warns instead of
     checking them).
     """
+    _log_in_first(settings)
     try:
         with admin_client(settings, CLIENT_ID) as admin:
             caps = _read(admin)
@@ -54,6 +55,16 @@ def probe(settings: ConsumerSettings) -> BrokerCapabilities:
             return caps
     except kafka_errors.KafkaError as exc:
         raise _error(explain(exc, settings), settings) from None
+
+
+def _log_in_first(settings: ConsumerSettings) -> None:
+    """With SASL, a wrong password ends the start at the brokers' first refusal (``failed_login``)."""
+    failed = failed_login(settings)
+    if failed is not None:
+        kind, text = failed
+        if kind is ErrorKind.AUTHENTICATION:
+            raise _error(kafka_errors.SaslAuthenticationFailedError(text), settings)
+        raise _error(kafka_errors.KafkaConnectionError(text), settings)
 
 
 def _error(exc: kafka_errors.KafkaError, settings: ConsumerSettings) -> StaticConsumerError:

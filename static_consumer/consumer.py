@@ -30,10 +30,11 @@ from static_consumer._core.poll import accept, after_client_call, hand_out, hand
 from static_consumer._core.rejoin import GroupWatchFactory, open_group_watch
 from static_consumer._core.seam import ConsumerAdapter, PollError
 from static_consumer._core.session import AdapterFactory, MemberRemover, Session, State
+from static_consumer._core.stall import guard
 from static_consumer.errors import ConsumerClosedError
 from static_consumer.events import Closed, Dispatcher, MembershipListener
 from static_consumer.settings import ConsumerSettings
-from static_consumer.types import Record, RecordBatch, TopicPartition
+from static_consumer.types import Record, RecordBatch, RecordList, TopicPartition
 
 log = logging.getLogger(__name__)
 
@@ -165,6 +166,9 @@ class StaticConsumer:
                 handle_error(s, item)
             else:
                 record = item
+            if s.stall.checking:  # rare: a long gap before this call, or partitions disowned
+                kept = guard(s, adapter, [record] if record is not None else [], 1)
+                record = kept[0] if kept else None
         hand_out(s, [record] if record is not None else [])
         return record
 
@@ -175,7 +179,12 @@ class StaticConsumer:
         if len(records) < max_records:
             items = adapter.consume(max_records - len(records), 0.0 if records else timeout)
             after_client_call(s, adapter)
-            accept(s, items, records)
+            if not records and isinstance(items, RecordList):
+                records = items  # the adapter's list, with the highest offsets commit(records) needs
+            else:
+                accept(s, items, records)
+            if s.stall.checking:
+                records = guard(s, adapter, records, max_records)
         hand_out(s, records)
         return records
 
@@ -187,10 +196,12 @@ class StaticConsumer:
             return RecordBatch.from_records(self.consume(max_records, timeout))
         got = adapter.consume_batch(max_records, timeout)
         after_client_call(s, adapter)
-        if isinstance(got, RecordBatch):
+        if isinstance(got, RecordBatch) and not s.stall.checking:
             hand_out(s, got)
             return got
-        records = accept(s, got, [])
+        records = got.records() if isinstance(got, RecordBatch) else accept(s, got, [])
+        if s.stall.checking:
+            records = guard(s, adapter, records, max_records)
         hand_out(s, records)
         return RecordBatch.from_records(records)
 

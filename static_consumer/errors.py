@@ -6,6 +6,7 @@
     ├── ConfigurationError              the settings or identity are wrong: change them (exit 78)
     │   ├── InvalidInstanceIdError      group.instance.id breaks Kafka's rules or would not be stable
     │   ├── AuthenticationError         the brokers refused the credentials (SASL): not retried
+    │   ├── MissingTopicError           a subscribed topic still did not exist after missing_topic_timeout_s
     │   └── UnknownInstanceIdError      an operator named an instance id that is not in the group
     ├── CapabilityError                 the broker cannot do what the settings require (exit 69)
     │   ├── StaticMembershipUnsupportedError   JoinGroup < v5 / no ConsumerGroupHeartbeat
@@ -69,6 +70,13 @@ class AuthenticationError(ConfigurationError):
     """
 
     kafka_error_code = SASL_AUTHENTICATION_FAILED
+
+
+class MissingTopicError(ConfigurationError):
+    """A named topic the consumer subscribed to did not exist, or a ``^regex`` matched no topic, for
+    ``missing_topic_timeout_s`` after the consumer started. Raised by ``poll()``/``consume()``; the
+    consumer is then unusable (``close()`` it). Most often a misspelled topic or the wrong cluster; a
+    topic created later by another deployment step needs a longer ``missing_topic_timeout_s``."""
 
 
 class UnknownInstanceIdError(ConfigurationError):
@@ -153,6 +161,7 @@ __all__ = [
     "FatalConsumerError",
     "FencedInstanceError",
     "InvalidInstanceIdError",
+    "MissingTopicError",
     "RetriableError",
     "SessionTimeoutOutOfBoundsError",
     "StaticConsumerError",

@@ -23,7 +23,7 @@ from static_consumer._kafka_codes import (
     UNRELEASED_INSTANCE_ID,
 )
 from static_consumer.capabilities import BrokerCapabilities
-from static_consumer.types import Record, RecordBatch, TopicPartition
+from static_consumer.types import Record, RecordBatch, RecordList, TopicPartition
 
 FENCED_TEXT = (
     "Fatal error: Broker: Static consumer fenced by other consumer with same group.instance.id: "
@@ -41,6 +41,7 @@ UNRELEASED = PollError(
 TRANSPORT_ERROR = PollError(
     TRANSPORT, "_TRANSPORT", "127.0.0.1:19092/1: Connection refused", fatal=False, retriable=True
 )
+UNKNOWN_MEMBER = PollError(25, "UNKNOWN_MEMBER_ID", "Commit failed: Broker: Unknown member", False, False)
 MAX_POLL = PollError(
     MAX_POLL_EXCEEDED,
     "_MAX_POLL_EXCEEDED",
@@ -67,6 +68,19 @@ OLD = BrokerCapabilities(
 )
 
 
+class FakeClock:
+    """A monotonic clock that moves only when told (``advance``), e.g. by a ``Freeze`` step."""
+
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+    def advance(self, seconds: float) -> None:
+        self.now += seconds
+
+
 def tp(partition: int, topic: str = "t") -> TopicPartition:
     return TopicPartition(topic, partition)
 
@@ -91,13 +105,20 @@ class Lose:
 
 
 @dataclass(frozen=True)
+class Freeze:
+    """The process stops for ``seconds`` inside this call (SIGSTOP, a GC pause): advances the clock."""
+
+    seconds: float
+
+
+@dataclass(frozen=True)
 class OutOfBand:
     """An error reported through error_cb rather than as a message."""
 
     error: PollError
 
 
-Step = Assign | Revoke | Lose | OutOfBand | Record | PollError | None
+Step = Assign | Revoke | Lose | Freeze | OutOfBand | Record | PollError | None
 
 
 @dataclass
@@ -118,6 +139,12 @@ class FakeAdapter:
     stored: dict[TopicPartition, int] = field(default_factory=dict)
     metadata_failures: deque[PollError] = field(default_factory=deque)
     starts: list[dict[TopicPartition, int | None]] = field(default_factory=list)
+    # Subscription entries (names or patterns) the cluster has no topic for; unmatched() reports them.
+    missing_topics: set[str] = field(default_factory=set)
+    topic_reads: int = 0
+    topic_read_failures: deque[PollError] = field(default_factory=deque)
+    seeks: list[tuple[TopicPartition, int]] = field(default_factory=list)
+    freeze: Callable[[float], object] | None = None  # what a Freeze step does (advance a fake clock)
     _callbacks: dict[str, RebalanceCallback] = field(default_factory=dict)
     _errors: list[PollError] = field(default_factory=list)
 
@@ -152,6 +179,12 @@ class FakeAdapter:
             raise AdapterError(self.metadata_failures.popleft())
         return {t: self.partition_count.get(t) for t in topics}
 
+    def unmatched(self, subscription: Sequence[str], timeout: float) -> list[str]:
+        self.topic_reads += 1
+        if self.topic_read_failures:
+            raise AdapterError(self.topic_read_failures.popleft())
+        return [entry for entry in subscription if entry in self.missing_topics]
+
     def _step(self) -> Record | PollError | None:
         while self.script and not self.dead:
             step = self.script.popleft()
@@ -164,6 +197,9 @@ class FakeAdapter:
             elif isinstance(step, Lose):
                 self._callbacks["lost"](list(step.partitions))
                 self.owned.difference_update(step.partitions)
+            elif isinstance(step, Freeze):
+                assert self.freeze is not None, "a Freeze step needs FakeFactory(freeze=...)"
+                self.freeze(step.seconds)
             elif isinstance(step, OutOfBand):
                 self._errors.append(step.error)
                 return None
@@ -187,6 +223,8 @@ class FakeAdapter:
             out.append(item)
             if isinstance(item, PollError):
                 break
+        if all(isinstance(item, Record) for item in out):
+            return RecordList(out)  # type: ignore[arg-type, return-value]  # like the confluent adapter
         return out
 
     def consume_batch(self, max_records: int, timeout: float) -> RecordBatch | list[Record | PollError]:
@@ -211,6 +249,10 @@ class FakeAdapter:
 
     def position(self, partitions: Sequence[TopicPartition]) -> dict[TopicPartition, int | None]:
         return {p: None for p in partitions}
+
+    def seek(self, partition: TopicPartition, offset: int) -> None:
+        self.calls.append("seek")
+        self.seeks.append((partition, offset))
 
     def assignment(self) -> list[TopicPartition]:
         return sorted(self.owned)
@@ -240,13 +282,14 @@ class FakeAdapter:
 class FakeFactory:
     """adapter_factory for StaticConsumer: one scripted FakeAdapter per call, in order."""
 
-    def __init__(self, *scripts: Iterable[Step]) -> None:
+    def __init__(self, *scripts: Iterable[Step], freeze: Callable[[float], object] | None = None) -> None:
         self._scripts = deque(deque(s) for s in scripts)
+        self._freeze = freeze
         self.adapters: list[FakeAdapter] = []
 
     def __call__(self, config: dict[str, Any]) -> FakeAdapter:
         script = self._scripts.popleft() if self._scripts else deque()
-        adapter = FakeAdapter(dict(config), script)
+        adapter = FakeAdapter(dict(config), script, freeze=self._freeze)
         self.adapters.append(adapter)
         return adapter
 

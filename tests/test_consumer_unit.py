@@ -274,6 +274,40 @@ def test_fatal_commit_error_is_fencing_when_text_says_so() -> None:
             c.commit(record)
 
 
+def test_a_classic_fence_after_the_client_lost_its_own_session_rejoins_instead_of_dying() -> None:
+    # librdkafka reset its member id (session lost locally) and a commit sent meanwhile was refused as
+    # fenced by this process's own earlier member: no duplicate exists, so a new client rejoins.
+    c, factory, recorder = consumer([Assign((tp(0),)), rec(0, 1)], [Assign((tp(0),)), rec(0, 1)])
+    with c:
+        record = c.poll(0.1)
+        assert record is not None
+        factory.last.member = None  # what memberid() returns after librdkafka's local session timeout
+        factory.last.commit_failures.append(FENCED)
+        with pytest.raises(CommitFailedError):
+            c.commit(record)
+        assert len(factory.adapters) == 2 and c.state is State.JOINING
+        assert [e.partitions for e in recorder.of(Lost)] == [(tp(0),)]
+        assert recorder.of(Fenced) == []
+        assert c.poll(0.1) == rec(0, 1)  # redelivered by the new client, which joined again
+        assert c.state is State.RUNNING
+    assert factory.adapters[0].commits == []
+
+
+def test_the_same_fence_from_poll_rejoins_too_but_not_with_a_member_id_or_under_kip848() -> None:
+    c, factory, _ = consumer([Assign((tp(0),)), FENCED], [Assign((tp(0),)), rec(0, 3)])
+    with c:
+        factory.last.member = None
+        assert c.poll(0.1) is None  # the fence was handled; the new client joins
+        assert c.poll(0.1) == rec(0, 3)
+    with_member, _, _ = consumer([Assign((tp(0),)), FENCED])
+    with with_member, pytest.raises(FencedInstanceError):  # a member id: another process took the id
+        with_member.poll(0.1)
+    kip848, factory848, _ = consumer([Assign((tp(0),)), FENCED], settings=make_settings(protocol="consumer"))
+    with kip848, pytest.raises(FencedInstanceError):
+        factory848.last.member = None
+        kip848.poll(0.1)
+
+
 # -- losing partitions -----------------------------------------------------------------------------------
 
 

@@ -9,6 +9,9 @@ is handed to every phase; nothing here holds callbacks into the consumer.
 - ``ownership``: owning partitions: rebalance callbacks, processed offsets, commits (``offsets`` is the
   pure bookkeeping)
 - ``poll``: the poll path: errors by kind, out-of-band errors, handing records out
+- ``topics``: waiting for the subscribed topics to exist, ``MissingTopicError`` after the bound
+- ``poll``: the poll path: errors by kind, out-of-band errors, handing records out; ``stall``: no
+  records out after a gap longer than half the session timeout until membership is checked
 - ``failures``: what a client error means for a static member, and the exception it raises
 - ``modes``: the assignment mode interface and group membership (leaving per protocol); ``ordinal``: the
   StatefulSet-ordinal mode

@@ -8,7 +8,7 @@ commit) and words the exceptions: what happened and what to do.
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 
 from static_consumer._core.seam import PollError
 from static_consumer._core.session import Session, State
@@ -67,6 +67,13 @@ def die(session: Session, error: PollError) -> StaticConsumerError:
     return exc
 
 
+def recover_or_die(session: Session, error: PollError, handle: Callable[[PollError], object]) -> None:
+    """After a fatal ``error``: return when the mode recovered by replacing the client (a held instance
+    id, a classic client that lost its own session), else end the session and raise."""
+    if not session.mode.recover(session, error, handle):
+        raise die(session, error)
+
+
 def unreleased_error(
     error: PollError, *, group_id: str, instance_id: str | None
 ) -> UnreleasedInstanceIdError:
@@ -102,4 +109,4 @@ def _cause(error: PollError) -> str:
     return error.reason
 
 
-__all__ = ["commit_error", "die", "is_fencing", "is_transient", "unreleased_error"]
+__all__ = ["commit_error", "die", "is_fencing", "is_transient", "recover_or_die", "unreleased_error"]

@@ -28,6 +28,8 @@ from static_consumer._core.ordinal import OrdinalMode
 from static_consumer._core.rejoin import wait_for_release
 from static_consumer._core.seam import AdapterError, ConsumerAdapter, PollError, close_bounded
 from static_consumer._core.session import Session, State
+from static_consumer._core.stall import threshold_s as stall_threshold_s
+from static_consumer._core.topics import TopicWatch
 from static_consumer._kafka_codes import ErrorKind
 from static_consumer.errors import StaticConsumerError
 from static_consumer.events import Joining
@@ -68,7 +70,13 @@ class Mode(Protocol):
 class GroupMode:
     """Membership of the consumer group: subscribe, follow rebalances, rejoin a held id, leave."""
 
+    def __init__(self) -> None:
+        self.topics: TopicWatch | None = None  # from the first join on, across client replacements
+
     def join(self, session: Session) -> None:
+        if self.topics is None:
+            settings = session.settings
+            self.topics = TopicWatch(settings.topics, settings.missing_topic_timeout_s, session.clock)
         adapter = session.new_client()
         # Announced before subscribe(): a listener may ask the broker what it holds for this id.
         lookup = held_lookup(session.settings, session.instance_id)
@@ -81,21 +89,60 @@ class GroupMode:
             on_lost=partial(ownership.lost, session),
         )
         session.adapter = adapter
+        session.stall.threshold_s = stall_threshold_s(session)  # a group session: gaps are checked
         if session.state is State.NEW:
             session.move(State.JOINING)
 
     def on_poll(self, session: Session, adapter: ConsumerAdapter) -> None:
-        return None
+        if self.topics is not None:
+            self.topics.check(session, adapter)  # a subscription to a missing topic must not run forever
 
     def recover(self, session: Session, error: PollError, handle: Callable[[PollError], object]) -> bool:
-        # Only a static member that was never assigned waits: afterwards the same refusal means that
-        # another process took the id while this one was away, which is fencing.
-        if error.kind is not ErrorKind.UNRELEASED or session.instance_id is None:
+        if session.instance_id is None:
             return False
-        if session.state not in (State.JOINING, State.REJOINING):
-            return False
-        wait_for_release(session, error, partial(self._replace_client, session), handle)
-        return True
+        if error.kind is ErrorKind.UNRELEASED and session.state in (State.JOINING, State.REJOINING):
+            # Only a static member that was never assigned waits: afterwards the same refusal means
+            # that another process took the id while this one was away, which is fencing.
+            wait_for_release(session, error, partial(self._replace_client, session), handle)
+            return True
+        if error.kind is ErrorKind.FENCED and self._fenced_by_itself(session):
+            self._rejoin_after_lost_session(session, error)
+            return True
+        return False
+
+    @staticmethod
+    def _fenced_by_itself(session: Session) -> bool:
+        """Classic protocol: a fence that only says this client lost its own session.
+
+        When librdkafka finds its session expired (its heartbeats starved: a long GC, SIGSTOP, a loaded
+        node) it resets its member id to "" before rejoining. A commit sent in that window carries the
+        instance id without a member id, and the coordinator, which still holds the instance id for this
+        process's own earlier member id, answers FENCED_INSTANCE_ID, which librdkafka makes fatal. Seen in
+        a real-broker run: "Request memberId= for static member ... is fenced by existing memberId=<its
+        own>". A real duplicate replaces the member id while this client still has one, so an empty member
+        id tells the two apart. Under KIP-848 the client keeps its member id and a lost session is
+        answered UNKNOWN_MEMBER_ID / FENCED_MEMBER_EPOCH, never this.
+        """
+        adapter = session.adapter
+        return (
+            session.settings.protocol == "classic"
+            and session.state is State.RUNNING
+            and adapter is not None
+            and not adapter.member_id()
+        )
+
+    def _rejoin_after_lost_session(self, session: Session, error: PollError) -> None:
+        log.warning(
+            "the client lost its group session (its member id was reset) and a request sent meanwhile "
+            "was refused as fenced by this process's own earlier member (%s); no other process holds "
+            "group.instance.id %r, so a new client rejoins with it. Records processed since the last "
+            "commit will be delivered again",
+            error.reason,
+            session.instance_id,
+        )
+        ownership.lost(session, sorted(session.offsets.owned))
+        session.move(State.JOINING)
+        self._replace_client(session)
 
     def _replace_client(self, session: Session) -> ConsumerAdapter:
         old, session.adapter = session.adapter, None

@@ -32,6 +32,7 @@ from static_consumer._core import ownership
 from static_consumer._core.failures import commit_error, is_transient
 from static_consumer._core.seam import AdapterError, ConsumerAdapter, PollError, close_bounded
 from static_consumer._core.session import Session, State
+from static_consumer._core.topics import TopicWatch
 from static_consumer._kafka_codes import BY_NAME
 from static_consumer.errors import ConfigurationError, FatalConsumerError, RetriableError, StaticConsumerError
 from static_consumer.identity import Identity, ordinal_of
@@ -207,10 +208,13 @@ class OrdinalMode:
 
     def __init__(self) -> None:
         self.assignment: OrdinalAssignment | None = None
+        self.topics: TopicWatch | None = None
 
     def join(self, session: Session) -> None:
         """Plan and assign this pod's slice on a new client; a failed start closes the client (bounded),
         so it leaves nothing behind."""
+        settings = session.settings
+        self.topics = TopicWatch(settings.topics, settings.missing_topic_timeout_s, session.clock)
         adapter = session.new_client()
         try:
             assignment = OrdinalAssignment(session)
@@ -222,6 +226,8 @@ class OrdinalMode:
         session.move(State.RUNNING)
 
     def on_poll(self, session: Session, adapter: ConsumerAdapter) -> None:
+        if self.topics is not None:
+            self.topics.check(session, adapter)  # a missing topic is planned once it exists, or fails
         if self.assignment is not None:
             self.assignment.refresh(adapter)  # picks up partitions added to the topics
 

@@ -12,11 +12,11 @@ from __future__ import annotations
 import logging
 from collections.abc import Mapping, Sequence
 
-from static_consumer._core.failures import die
-from static_consumer._core.seam import AdapterError
+from static_consumer._core.failures import recover_or_die
+from static_consumer._core.seam import AdapterError, PollError
 from static_consumer._core.session import Session, State
 from static_consumer.events import Assigned, Lost, Revoked
-from static_consumer.types import Record, RecordBatch, TopicPartition
+from static_consumer.types import Record, RecordBatch, RecordList, TopicPartition
 
 log = logging.getLogger(__name__)
 
@@ -27,6 +27,7 @@ def assigned(session: Session, partitions: list[TopicPartition]) -> None:
     """The client added ``partitions`` (the first call, even with none, means the member joined)."""
     if session.state in (State.JOINING, State.REJOINING):
         session.move(State.RUNNING)
+    session.stall.touch(partitions)
     session.offsets.add(partitions)
     log.info("assigned %s", _names(partitions) or "no partitions")
     session.dispatch.emit(Assigned(**session.event_fields(), partitions=tuple(sorted(partitions))))
@@ -38,11 +39,13 @@ def revoked(session: Session, partitions: list[TopicPartition]) -> None:
     session.dispatch.emit(Revoked(**session.event_fields(), partitions=tuple(sorted(partitions))))
     commit_quietly(session, partitions, f"offsets of revoked {_names(partitions)}")
     session.offsets.remove(partitions)
+    _forget(session, partitions, lost=False)
 
 
 def lost(session: Session, partitions: list[TopicPartition]) -> None:
     """Partitions lost without a rebalance (session timed out, max.poll.interval.ms exceeded)."""
     session.offsets.remove(partitions)  # another member may own them already: never commit them
+    _forget(session, partitions, lost=True)
     log.warning(
         "lost %s without committing (session timed out or max_poll_interval_ms exceeded); records "
         "processed since the last commit will be delivered again",
@@ -65,7 +68,7 @@ def commit(session: Session, what: Commitable, *, asynchronous: bool) -> dict[To
     if isinstance(what, Mapping):
         offsets = dict(what)
     else:
-        if isinstance(what, RecordBatch):
+        if isinstance(what, RecordBatch | RecordList):  # they know their highest offsets
             ignored = session.offsets.mark_highest(what.highest_offsets())
         else:
             ignored = session.offsets.mark_all([what] if isinstance(what, Record) else what or ())
@@ -78,7 +81,9 @@ def commit(session: Session, what: Commitable, *, asynchronous: bool) -> dict[To
         session.adapter.commit(offsets, asynchronous=asynchronous)
     except AdapterError as exc:
         if exc.error.fatal:
-            raise die(session, exc.error) from None
+            # Raises unless the client was replaced (it had lost its own session): then the partitions
+            # were reported lost and this commit is simply refused.
+            recover_or_die(session, exc.error, _no_other_errors)
         raise session.mode.commit_error(exc.error, offsets) from None
     if not asynchronous:
         session.offsets.committed(offsets)
@@ -96,6 +101,21 @@ def commit_quietly(session: Session, partitions: Sequence[TopicPartition] | None
         log.warning("could not commit %s (%s); their records will be delivered again", what, exc)
         return
     session.offsets.committed(offsets)
+
+
+def _forget(session: Session, partitions: Sequence[TopicPartition], *, lost: bool) -> None:
+    """Records of ``partitions`` handed back earlier are not ours to hand out any more: their next
+    owner (maybe this member again, from the committed offset) reads them."""
+    session.stall.touch(partitions, left=True, lost=lost)
+    if session.buffer:
+        gone = set(partitions)
+        kept = [r for r in session.buffer if r.topic_partition not in gone]
+        session.buffer.clear()
+        session.buffer.extend(kept)
+
+
+def _no_other_errors(error: PollError) -> None:
+    log.warning("kafka error %s while replacing the client: %s", error.name, error.reason)
 
 
 def _names(partitions: Sequence[TopicPartition]) -> str:

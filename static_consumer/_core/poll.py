@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import logging
 
-from static_consumer._core.failures import die
+from static_consumer._core.failures import recover_or_die
 from static_consumer._core.seam import ConsumerAdapter, PollError
 from static_consumer._core.session import Session
 from static_consumer._kafka_codes import ErrorKind
@@ -21,7 +21,9 @@ log = logging.getLogger(__name__)
 
 
 def after_client_call(session: Session, adapter: ConsumerAdapter) -> None:
-    """The mode's poll work, then the errors the client reported out of band (librdkafka's error_cb)."""
+    """The time of the return (for the stall guard), the mode's poll work, then the errors the client
+    reported out of band (librdkafka's error_cb)."""
+    session.stall.returned(session.clock())
     session.mode.on_poll(session, adapter)
     for error in adapter.take_errors():
         handle_error(session, error)
@@ -30,9 +32,8 @@ def after_client_call(session: Session, adapter: ConsumerAdapter) -> None:
 def handle_error(session: Session, error: PollError) -> bool:
     """Log a non-fatal error; raise for a fatal one. True when the mode replaced the client."""
     if error.fatal:
-        if session.mode.recover(session, error, lambda e: handle_error(session, e)):
-            return True
-        raise die(session, error)
+        recover_or_die(session, error, lambda e: handle_error(session, e))
+        return True
     if error.kind is ErrorKind.MAX_POLL_EXCEEDED:
         log.warning(
             "%s: the member left the group and its partitions will be reassigned; processing between "

@@ -13,7 +13,8 @@ import logging
 import threading
 import time
 from collections import deque
-from collections.abc import Callable, Hashable, Mapping
+from collections.abc import Callable, Hashable, Iterable, Mapping
+from dataclasses import dataclass, field
 from enum import Enum
 from typing import TYPE_CHECKING, Any
 
@@ -21,7 +22,7 @@ from static_consumer._core.offsets import OffsetTracker
 from static_consumer._core.seam import ConsumerAdapter
 from static_consumer.events import Dispatcher
 from static_consumer.settings import ConsumerSettings
-from static_consumer.types import Record
+from static_consumer.types import Record, TopicPartition
 
 if TYPE_CHECKING:
     from static_consumer._config import ConfigValue
@@ -40,7 +41,7 @@ class State(Enum):
         NEW        -> JOINING, RUNNING, CLOSED
         JOINING    -> RUNNING, REJOINING, FENCED, FAILED, CLOSED
         REJOINING  -> JOINING, RUNNING, FENCED, FAILED, CLOSED
-        RUNNING    -> FENCED, FAILED, CLOSED
+        RUNNING    -> JOINING, FENCED, FAILED, CLOSED
         FENCED     -> CLOSED
         FAILED     -> CLOSED
         CLOSED     ->
@@ -50,6 +51,9 @@ class State(Enum):
     - JOINING -> REJOINING: KIP-848 refused the join because the broker still holds the instance id
       (UNRELEASED_INSTANCE_ID); the dead client is replaced until the id is released (-> JOINING, or
       RUNNING when the new client is assigned while watched) or the wait gives up (-> FAILED).
+    - RUNNING -> JOINING (classic protocol): librdkafka lost its session locally and a request sent
+      without its member id was refused as fenced by this process's own earlier member; the client is
+      replaced and rejoins with the same instance id (the partitions were reported lost).
     - -> FENCED: another process took the instance id; -> FAILED: any other fatal error. Both are
       final: the consumer never commits or consumes again, and every call raises the same error.
     - -> CLOSED: ``close()`` or ``leave_group()``, from any state.
@@ -71,7 +75,7 @@ TRANSITIONS: Mapping[State, frozenset[State]] = {
     State.NEW: frozenset({State.JOINING, State.RUNNING, State.CLOSED}),
     State.JOINING: frozenset({State.RUNNING, State.REJOINING}) | _ENDINGS,
     State.REJOINING: frozenset({State.JOINING, State.RUNNING}) | _ENDINGS,
-    State.RUNNING: _ENDINGS,
+    State.RUNNING: frozenset({State.JOINING}) | _ENDINGS,
     State.FENCED: frozenset({State.CLOSED}),
     State.FAILED: frozenset({State.CLOSED}),
     State.CLOSED: frozenset(),
@@ -94,6 +98,54 @@ class RateLimiter:
             return False
         self._last[key] = now
         return True
+
+
+@dataclass
+class StallWatch:
+    """What the stall guard (``_core/stall.py``) keeps between client calls on the poll path.
+
+    Calls are numbered as they return, so records and rebalance callbacks can be ordered: a callback
+    runs inside the call that will return as number ``calls + 1``.
+    """
+
+    threshold_s: float | None = None  # gaps longer than this are checked; None: no group session
+    last_return: float = 0.0  # the clock when the last client call on the poll path returned
+    calls: int = 0  # client calls on the poll path that returned
+    suspect_gap: float | None = None  # a gap over the threshold, not checked yet (no records since)
+    suspect_call: int = 0  # the call that returned after that gap
+    touched: dict[TopicPartition, int] = field(default_factory=dict)  # the last call (un)assigning each
+    left_in: int = 0  # the last call in which partitions were revoked or lost
+    lost_in: int = 0  # the last call in which partitions were lost
+    # Partitions the broker disowned that the client has not reported lost yet, with the first offset
+    # dropped since (None: nothing dropped), and since when.
+    gone: dict[TopicPartition, int | None] = field(default_factory=dict)
+    gone_since: float = 0.0
+
+    def returned(self, now: float) -> None:
+        """A client call on the poll path returned at ``now``; the hot path: one subtraction."""
+        if self.threshold_s is not None and self.calls and now - self.last_return > self.threshold_s:
+            if self.suspect_gap is None:
+                self.suspect_call = self.calls + 1
+            self.suspect_gap = max(self.suspect_gap or 0.0, now - self.last_return)
+        self.last_return = now
+        self.calls += 1
+
+    @property
+    def checking(self) -> bool:
+        """Whether the last call's records must go through the guard: a gap to check, partitions
+        disowned, or partitions revoked or lost in that call (records handed back earlier may be theirs)."""
+        return self.suspect_gap is not None or bool(self.gone) or self.left_in == self.calls
+
+    def touch(self, partitions: Iterable[TopicPartition], *, left: bool = False, lost: bool = False) -> None:
+        """A rebalance callback about ``partitions`` runs in the call under way."""
+        call = self.calls + 1
+        for tp in partitions:
+            self.touched[tp] = call
+            self.gone.pop(tp, None)  # the client knows now: a re-assignment restarts from the commit
+        if left or lost:
+            self.left_in = call
+        if lost:
+            self.lost_in = call
 
 
 class Session:
@@ -135,6 +187,7 @@ class Session:
         self.adapter: ConsumerAdapter | None = None
         self.offsets = OffsetTracker()
         self.buffer: deque[Record] = deque()  # records handed back after a listener raised
+        self.stall = StallWatch()
         self.error_log = RateLimiter(30.0, clock)
         self._member_id: str | None = None
         self._generation: int | None = None
@@ -198,4 +251,13 @@ class Session:
         return self.adapter_factory(dict(self.plan.config))
 
 
-__all__ = ["USABLE", "TRANSITIONS", "AdapterFactory", "MemberRemover", "RateLimiter", "Session", "State"]
+__all__ = [
+    "USABLE",
+    "TRANSITIONS",
+    "AdapterFactory",
+    "MemberRemover",
+    "RateLimiter",
+    "Session",
+    "StallWatch",
+    "State",
+]

@@ -6,12 +6,16 @@
   ``"static"`` (a StaticConsumer, ``settings`` are ConsumerSettings fields, ``env`` its environment);
 - ``topics``; ``commit``: commit processed offsets after each batch (default true);
 - ``batch``: records per batch; ``max_records``; ``max_runtime_s`` (default 300: every run ends);
+- ``process_s``: seconds each batch takes to process (a sleep between handing it out and committing);
 - ``leave_on_exit``: StaticConsumer.leave_group() instead of close() on SIGTERM;
+- ``go_on_after_refused_commit``: a refused commit (e.g. after a lost session) is reported as
+  ``commit_refused`` and consuming goes on, instead of ending the child;
 - ``event_log``: path of a JSONL membership event log; ``otel``: OpenTelemetry totals as ``metrics``.
 
 Events: ready, assigned, revoked, lost, records (with [topic, partition, offset] triples), committed,
-commit_deferred (a transient commit failure: the offsets go with the next commit),
-error, fenced, closed, metrics (with ``otel``), exit. SIGTERM finishes the current batch, commits and closes.
+commit_deferred (a transient commit failure: the offsets go with the next commit), commit_refused,
+stalled (StaticConsumer's stall guard), error, fenced, closed, metrics (with ``otel``), exit. SIGTERM
+finishes the current batch, commits and closes.
 """
 
 from __future__ import annotations
@@ -40,7 +44,7 @@ def _tps(partitions: Any) -> list[list[Any]]:
 
 
 def run_confluent(spec: dict[str, Any]) -> int:
-    from confluent_kafka import Consumer, KafkaError, TopicPartition
+    from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
 
     consumer = Consumer(spec["config"])
     consumer.subscribe(
@@ -71,14 +75,21 @@ def run_confluent(spec: dict[str, Any]) -> int:
                 continue
             seen += len(batch)
             emit("records", records=batch)
+            time.sleep(float(spec.get("process_s", 0)))
             if spec.get("commit", True):
                 last: dict[tuple[str, int], int] = {}
                 for topic, partition, offset in batch:
                     last[(topic, partition)] = max(offset, last.get((topic, partition), -1))
-                consumer.commit(
-                    offsets=[TopicPartition(t, p, o + 1) for (t, p), o in sorted(last.items())],
-                    asynchronous=False,
-                )
+                try:
+                    consumer.commit(
+                        offsets=[TopicPartition(t, p, o + 1) for (t, p), o in sorted(last.items())],
+                        asynchronous=False,
+                    )
+                except KafkaException as exc:
+                    if not spec.get("go_on_after_refused_commit") or exc.args[0].fatal():
+                        raise
+                    emit("commit_refused", reason=str(exc))
+                    continue
                 emit("committed", offsets=[[t, p, o + 1] for (t, p), o in sorted(last.items())])
     finally:
         consumer.close()

@@ -9,6 +9,7 @@ from typing import Any
 from static_consumer import (
     Assigned,
     Closed,
+    CommitFailedError,
     ConsumerSettings,
     FatalError,
     Fenced,
@@ -16,6 +17,7 @@ from static_consumer import (
     Lost,
     MembershipListener,
     Revoked,
+    Stalled,
     StaticConsumer,
     StaticConsumerError,
     TopicPartition,
@@ -52,6 +54,19 @@ class _Streamer(MembershipListener):
     def on_closed(self, event: Closed) -> None:
         self.emit("closed", left_group=event.left_group)
 
+    def on_stalled(self, event: Stalled) -> None:
+        rewound = sorted([tp.topic, tp.partition, offset] for tp, offset in event.rewound)
+        self.emit(
+            "stalled",
+            gap_s=event.gap_s,
+            verdict=event.verdict,
+            dropped=event.dropped,
+            threshold_s=event.threshold_s,
+            rewound=rewound,
+            waited_s=event.waited_s,
+            member_id=event.member_id,
+        )
+
 
 def run_static(spec: dict[str, Any], emit: Emit, should_stop: Callable[[], bool]) -> int:
     settings = ConsumerSettings(**spec["settings"])
@@ -80,8 +95,15 @@ def run_static(spec: dict[str, Any], emit: Emit, should_stop: Callable[[], bool]
                 continue
             seen += len(records)
             emit("records", records=[[r.topic, r.partition, r.offset] for r in records])
+            time.sleep(float(spec.get("process_s", 0)))
             if spec.get("commit", True):
-                sent = committer.commit(records)  # like run_until_sigterm: rides out coordinator moves
+                try:
+                    sent = committer.commit(records)  # like run_until_sigterm: rides out coordinator moves
+                except CommitFailedError as exc:
+                    if not spec.get("go_on_after_refused_commit"):
+                        raise
+                    emit("commit_refused", reason=str(exc))  # the records come again (at-least-once)
+                    continue
                 if sent is None:
                     emit("commit_deferred")
                 else:

@@ -18,13 +18,14 @@ CONSUMER_PROTOCOL_SESSION_MS = 10000
 CONSUMER_PROTOCOL_HEARTBEAT_MS = 500
 
 
-def shorten_consumer_session(bootstrap: str, group_id: str) -> None:
-    """Give the KIP-848 group ``group_id`` the test session and heartbeat interval (group overrides)."""
+def shorten_consumer_session(bootstrap: str, group_id: str, session_ms: int | None = None) -> None:
+    """Give the KIP-848 group ``group_id`` the test session (``session_ms``, by default
+    CONSUMER_PROTOCOL_SESSION_MS) and heartbeat interval as group overrides."""
     set_group_config(
         bootstrap,
         group_id,
         {
-            "consumer.session.timeout.ms": str(CONSUMER_PROTOCOL_SESSION_MS),
+            "consumer.session.timeout.ms": str(session_ms or CONSUMER_PROTOCOL_SESSION_MS),
             "consumer.heartbeat.interval.ms": str(CONSUMER_PROTOCOL_HEARTBEAT_MS),
         },
     )
@@ -41,6 +42,9 @@ class Group:
     partitions: int
     protocol: str = "classic"
     static: bool = True
+    # The group's session timeout: a group config under KIP-848, each member's session_timeout_ms under
+    # classic. None: CONSUMER_PROTOCOL_SESSION_MS under KIP-848, the spec's default under classic.
+    session_ms: int | None = None
     spec_factory: Callable[[str], dict[str, Any]] | None = None  # overrides the StaticConsumer spec
     # Per-member keys merged into the default spec (e.g. event_log, otel, leave_on_exit, batch).
     spec_extra: Callable[[str], Mapping[str, Any]] | None = None
@@ -50,7 +54,7 @@ class Group:
 
     def __post_init__(self) -> None:
         if self.protocol == "consumer":
-            shorten_consumer_session(self.bootstrap, self.group_id)
+            shorten_consumer_session(self.bootstrap, self.group_id, self.session_ms)
 
     @classmethod
     def new(
@@ -78,6 +82,8 @@ class Group:
         if self.spec_factory is not None:
             return self.spec_factory(name)
         settings: dict[str, Any] = {"protocol": self.protocol}
+        if self.protocol == "classic" and self.session_ms is not None:
+            settings["session_timeout_ms"] = self.session_ms
         if not self.static:
             settings["static_policy"] = "dynamic"
         spec = static_spec(

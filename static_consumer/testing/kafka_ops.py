@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import logging
 import time
+import uuid
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -174,6 +175,22 @@ def committed_offsets(
     admin = _admin(bootstrap, extra)  # must outlive its futures
     result = admin.list_consumer_group_offsets([request], request_timeout=10)[group_id].result(10)
     return {tp.partition: tp.offset for tp in result.topic_partitions if tp.offset >= 0}
+
+
+def high_watermarks(bootstrap: str, topic: str, partitions: int) -> dict[int, int]:
+    """The high watermark (the next offset to be written) of each partition of ``topic``."""
+    from confluent_kafka import Consumer, TopicPartition
+
+    consumer = Consumer(
+        {"bootstrap.servers": bootstrap, "group.id": f"hw-{uuid.uuid4().hex[:8]}", "logger": QUIET_LOGGER}
+    )
+    try:
+        return {
+            p: consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=10)[1]
+            for p in range(partitions)
+        }
+    finally:
+        consumer.close()
 
 
 def set_group_config(
