@@ -172,18 +172,25 @@ def test_probe_prefers_a_kip848_group_session_timeout_override(
     kafka_bootstrap_servers: str, kafka_group_id_factory: Callable[..., str]
 ) -> None:
     """A group-level consumer.session.timeout.ms decides how long a crashed member's id stays held, so
-    the gate and the UNRELEASED_INSTANCE_ID retry budget must use it rather than the broker-wide value."""
+    the gate and the wait for a held instance id must use it rather than the broker-wide value (the
+    heartbeat interval likewise); the broker's maximum bounds both."""
     from static_consumer._probe import probe
     from static_consumer.testing.kafka_ops import set_group_config
 
     overridden, plain = kafka_group_id_factory("override"), kafka_group_id_factory("plain")
-    set_group_config(kafka_bootstrap_servers, overridden, {"consumer.session.timeout.ms": "25000"})
+    set_group_config(
+        kafka_bootstrap_servers,
+        overridden,
+        {"consumer.session.timeout.ms": "25000", "consumer.heartbeat.interval.ms": "1500"},
+    )
 
     def settings(group: str) -> ConsumerSettings:
         return ConsumerSettings(
             bootstrap_servers=kafka_bootstrap_servers, group_id=group, topics=("t",), protocol="consumer"
         )
 
-    broker_wide = probe(settings(plain)).consumer_session_timeout_ms
-    assert probe(settings(overridden)).consumer_session_timeout_ms == 25000
-    assert broker_wide is not None and broker_wide != 25000
+    broker, group = probe(settings(plain)), probe(settings(overridden))
+    assert (group.consumer_session_timeout_ms, group.consumer_heartbeat_interval_ms) == (25000, 1500)
+    # The harness broker keeps Kafka's defaults for these: 45 s session (max 60 s), 5 s heartbeat.
+    assert (broker.consumer_session_timeout_ms, broker.consumer_heartbeat_interval_ms) == (45000, 5000)
+    assert broker.consumer_max_session_timeout_ms == group.consumer_max_session_timeout_ms == 60000

@@ -28,6 +28,7 @@ from kafka.admin import MemberToRemove
 
 from static_consumer import _kafka_python
 from static_consumer._config import admin_config
+from static_consumer._group_watch import consumer_group
 from static_consumer._groups import GroupDescription, GroupMember, RemovalFailure
 from static_consumer._kafka_codes import ErrorKind, classify
 from static_consumer._secrets import scrub_for
@@ -253,36 +254,7 @@ def describe_consumer_protocol(settings: ConsumerSettings, group_id: str) -> Gro
         if kind is ErrorKind.OTHER and hasattr(error, "retriable") and error.retriable():
             kind = ErrorKind.TRANSIENT
         raise error_for(kind, text, settings, doing) from None
-    members = tuple(
-        GroupMember(
-            member_id=m.member_id,
-            instance_id=m.group_instance_id or None,
-            client_id=m.client_id or "",
-            host=str(m.host or "").lstrip("/"),
-            subscription=None,
-            assignment=_partitions(m.assignment),
-            target_assignment=_partitions(m.target_assignment) if m.target_assignment else None,
-        )
-        for m in desc.members
-    )
-    group_type = getattr(desc.type, "name", str(desc.type)).lower()
-    return GroupDescription(
-        group_id=group_id,
-        state=_camel(getattr(desc.state, "name", str(desc.state))),
-        group_type=group_type,
-        assignor=desc.partition_assignor or None,
-        members=members,
-    )
-
-
-def _partitions(assignment: Any) -> tuple[TopicPartition, ...]:
-    parts = getattr(assignment, "topic_partitions", None) or ()
-    return tuple(sorted(TopicPartition(tp.topic, tp.partition) for tp in parts))
-
-
-def _camel(enum_name: str) -> str:
-    """``PREPARING_REBALANCE`` -> ``PreparingRebalance``: the broker's own spelling of group states."""
-    return "".join(word.capitalize() for word in enum_name.split("_"))
+    return consumer_group(group_id, desc)
 
 
 # ---------------------------------------------------------------------------------------- remove

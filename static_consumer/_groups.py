@@ -61,13 +61,15 @@ class GroupDescription:
     """A group: ``state`` as the broker names it (Stable, PreparingRebalance, CompletingRebalance, Empty,
     Dead, Assigning, Reconciling), ``group_type`` ``classic`` or ``consumer`` (KIP-848), ``assignor`` the
     partition assignor in use (e.g. ``range``; None while the group has no protocol). Members are sorted
-    by instance id, then member id (dynamic members last)."""
+    by instance id, then member id (dynamic members last). ``coordinator`` is the coordinator's broker
+    id where the answer carries it (ConsumerGroupDescribe)."""
 
     group_id: str
     state: str
     group_type: str
     assignor: str | None
     members: tuple[GroupMember, ...]
+    coordinator: int | None = None
 
     def __post_init__(self) -> None:
         def key(m: GroupMember) -> tuple[bool, str, str]:

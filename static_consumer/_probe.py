@@ -30,7 +30,11 @@ from static_consumer.settings import ConsumerSettings
 
 log = logging.getLogger(__name__)
 CLIENT_ID = "static-consumer-probe"
-GROUP_SESSION_TIMEOUT = "consumer.session.timeout.ms"
+# Group-level KIP-848 overrides -> the BrokerCapabilities field they replace.
+GROUP_OVERRIDES = {
+    "consumer.session.timeout.ms": "consumer_session_timeout_ms",
+    "consumer.heartbeat.interval.ms": "consumer_heartbeat_interval_ms",
+}
 
 
 def probe(settings: ConsumerSettings) -> BrokerCapabilities:
@@ -47,7 +51,7 @@ def probe(settings: ConsumerSettings) -> BrokerCapabilities:
         with admin_client(settings, CLIENT_ID) as admin:
             caps = _read(admin)
             if settings.protocol == "consumer":
-                caps = _with_group_session_timeout(admin, settings.group_id, caps)
+                caps = _with_group_overrides(admin, settings.group_id, caps)
             return caps
     except kafka_errors.KafkaError as exc:
         raise _error(explain(exc, settings), settings) from None
@@ -115,21 +119,26 @@ def _group_configs(admin: Any, broker_id: int) -> dict[str, int | None]:
     return out
 
 
-def _with_group_session_timeout(admin: Any, group_id: str, caps: BrokerCapabilities) -> BrokerCapabilities:
-    """KIP-848 groups may override the broker's session timeout (``consumer.session.timeout.ms`` set on
-    the group): that value decides how long a crashed member's instance id stays held."""
-    resource = ConfigResource(ConfigResourceType.GROUP, group_id, [GROUP_SESSION_TIMEOUT])
+def _with_group_overrides(admin: Any, group_id: str, caps: BrokerCapabilities) -> BrokerCapabilities:
+    """KIP-848 groups may override the broker's session timeout and heartbeat interval
+    (``consumer.session.timeout.ms``, ``consumer.heartbeat.interval.ms`` set on the group). The group's
+    session decides how long a crashed member's instance id stays held, so it replaces the broker value."""
+    keys = list(GROUP_OVERRIDES)
+    resource = ConfigResource(ConfigResourceType.GROUP, group_id, keys)
     try:
-        entry = admin.describe_configs([resource], config_filter="all")["group"][group_id][
-            GROUP_SESSION_TIMEOUT
-        ]
+        entries = admin.describe_configs([resource], config_filter="all")["group"][group_id]
     except (kafka_errors.KafkaError, KeyError) as exc:
+        # The group's session is then unknown: it may be longer than the broker's. Leaving it None makes
+        # the wait for a held instance id use the broker's maximum, which bounds every override.
         log.info("could not describe group %s configs: %s", group_id, type(exc).__name__)
-        return caps
-    # Without an override the broker answers with the static default, not its own configured value.
-    if entry.get("config_source") != "DYNAMIC_GROUP_CONFIG" or not entry.get("value"):
-        return caps
-    return replace(caps, consumer_session_timeout_ms=int(entry["value"]))
+        return replace(caps, consumer_session_timeout_ms=None)
+    overrides: dict[str, Any] = {}
+    for key, field_name in GROUP_OVERRIDES.items():
+        entry = entries.get(key, {})
+        # Without an override the broker answers with the static default, not its own configured value.
+        if entry.get("config_source") == "DYNAMIC_GROUP_CONFIG" and entry.get("value"):
+            overrides[field_name] = int(entry["value"])
+    return replace(caps, **overrides) if overrides else caps
 
 
 def _scrub(exc: BaseException, settings: ConsumerSettings) -> str:

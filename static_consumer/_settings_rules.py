@@ -60,6 +60,9 @@ _CONSUMER_PROTOCOL_INSTEAD = {
     "assignment_strategy": "remote_assignor (group.remote.assignor)",
 }
 
+# The wait for a held instance id (UNRELEASED_INSTANCE_ID) exists under KIP-848 only.
+_CONSUMER_PROTOCOL_ONLY = ("release_margin_s", "release_max_wait_s")
+
 _KAFKA_NAME = re.compile(r"[A-Za-z0-9._-]+")
 
 # STATIC_CONSUMER_* variables that are not settings: read by the test harness and the Spark bridge.
@@ -128,6 +131,12 @@ def combination_problems(s: ConsumerSettings) -> list[str]:
     if s.protocol == "classic":
         if s.remote_assignor is not None:
             out.append("remote_assignor only applies to protocol='consumer'; remove it or switch protocol")
+        for name in _CONSUMER_PROTOCOL_ONLY:
+            if name in s.model_fields_set:
+                out.append(
+                    f"{name} only applies to protocol='consumer' (the classic protocol hands a restarted "
+                    "static member its id at once); remove it or switch protocol"
+                )
         if s.heartbeat_interval_ms is not None and s.heartbeat_interval_ms >= s.session_timeout_ms:
             out.append(
                 f"heartbeat_interval_ms ({s.heartbeat_interval_ms}) must be below session_timeout_ms "

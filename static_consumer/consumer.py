@@ -27,6 +27,7 @@ from static_consumer._core.join import JoinPlan, Prober, plan_join, probe_broker
 from static_consumer._core.modes import mode_for, remove_static_member
 from static_consumer._core.ownership import Commitable
 from static_consumer._core.poll import accept, after_client_call, hand_out, handle_error, take_buffered
+from static_consumer._core.rejoin import GroupWatchFactory, open_group_watch
 from static_consumer._core.seam import ConsumerAdapter, PollError
 from static_consumer._core.session import AdapterFactory, MemberRemover, Session, State, Status
 from static_consumer._core.stall import guard
@@ -49,7 +50,7 @@ class StaticConsumer:
     """A Kafka consumer with a stable ``group.instance.id``, fail-fast fencing and at-least-once commits.
 
     ``env`` (default ``os.environ``, read once here) feeds identity resolution. ``adapter_factory``,
-    ``probe``, ``remove_member``, ``sleep`` and ``clock`` are seams for tests.
+    ``probe``, ``remove_member``, ``group_watch``, ``sleep`` and ``clock`` are seams for tests.
     """
 
     def __init__(
@@ -61,6 +62,7 @@ class StaticConsumer:
         adapter_factory: AdapterFactory | None = None,
         probe: Prober | None = None,
         remove_member: MemberRemover | None = None,
+        group_watch: GroupWatchFactory | None = None,
         sleep: Callable[[float], object] | None = None,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
@@ -73,6 +75,7 @@ class StaticConsumer:
             adapter_factory=adapter_factory or _confluent_adapter,
             probe=probe or probe_broker,
             remove_member=remove_member or remove_static_member,
+            group_watch=group_watch or open_group_watch,
             stop=stop,
             sleep=sleep or stop.wait,  # interruptible by stop(), e.g. from a SIGTERM handler
             clock=clock,
@@ -155,9 +158,10 @@ class StaticConsumer:
     def poll(self, timeout: float = 1.0) -> Record | None:
         """One record, or None when none arrived within ``timeout`` (or a non-fatal error was logged).
 
-        Raises FencedInstanceError when another process took this instance id, FatalConsumerError on
-        other fatal errors, and any exception a listener raised. Under protocol='consumer' it can block
-        up to the broker session timeout while a previous incarnation still holds the instance id.
+        Raises FencedInstanceError when another process took this instance id (or, under
+        protocol='consumer', holds it and is alive), FatalConsumerError on other fatal errors, and any
+        exception a listener raised. Under protocol='consumer' it can block up to the group's session
+        timeout (plus ``release_margin_s``) while a crashed incarnation still holds the instance id.
         """
         adapter, s = self._require_usable(), self._session
         record = s.buffer.popleft() if s.buffer else None

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from static_consumer._core.seam import AdapterError, PollError, RebalanceCallback
+from static_consumer._groups import GroupDescription, GroupMember
 from static_consumer._kafka_codes import (
     FATAL,
     FENCED_INSTANCE_ID,
@@ -295,3 +296,62 @@ class FakeFactory:
     @property
     def last(self) -> FakeAdapter:
         return self.adapters[-1]
+
+
+def holder(
+    member_id: str = "dead-1",
+    partitions: Iterable[int] = (0,),
+    instance_id: str = "orders-2",
+    host: str = "10.0.0.7",
+) -> GroupMember:
+    """A member holding ``instance_id``, as ConsumerGroupDescribe lists it."""
+    return GroupMember(
+        member_id, instance_id, "rdkafka", host, None, tuple(tp(p) for p in partitions)
+    )
+
+
+def group_look(*members: GroupMember, coordinator: int | None = 1) -> GroupDescription:
+    return GroupDescription("g", "Stable", "consumer", "uniform", members, coordinator=coordinator)
+
+
+@dataclass
+class FakeGroupWatch:
+    """The wait's broker look-ups as functions of the (fake) time: ``looks(now)`` is the group, or None
+    for an unanswered look; ``offsets(now)`` the committed offsets. Also its own factory."""
+
+    clock: Callable[[], float]
+    looks: Callable[[float], GroupDescription | None]
+    offsets: Callable[[float], Mapping[TopicPartition, int] | None] = lambda now: {}
+    look_times: list[float] = field(default_factory=list)
+    opened: int = 0
+    closed: int = 0
+
+    def __call__(self, settings: Any) -> FakeGroupWatch:
+        self.opened += 1
+        return self
+
+    def look(self) -> GroupDescription | None:
+        self.look_times.append(self.clock())
+        return self.looks(self.clock())
+
+    def committed(self, partitions: Sequence[TopicPartition]) -> Mapping[TopicPartition, int] | None:
+        offsets = self.offsets(self.clock())
+        return None if offsets is None else {p: offsets.get(p, -1) for p in partitions}
+
+    def close(self) -> None:
+        self.closed += 1
+
+
+class FakeTime:
+    """An instant clock: sleeps only move it forward."""
+
+    def __init__(self) -> None:
+        self.now = 0.0
+        self.sleeps: list[float] = []
+
+    def clock(self) -> float:
+        return self.now
+
+    def sleep(self, seconds: float) -> None:
+        self.sleeps.append(seconds)
+        self.now += seconds

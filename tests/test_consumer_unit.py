@@ -1,4 +1,5 @@
-"""StaticConsumer on the fake adapter: gate, fencing, commits, close/leave, listeners, KIP-848 rejoin."""
+"""StaticConsumer on the fake adapter: gate, fencing, commits, close/leave, listeners (the KIP-848 wait for a
+held instance id: test_rejoin.py)."""
 
 from __future__ import annotations
 
@@ -37,7 +38,6 @@ from static_consumer.errors import (
     InvalidInstanceIdError,
     RetriableError,
     StaticMembershipUnsupportedError,
-    UnreleasedInstanceIdError,
 )
 from static_consumer.events import (
     Assigned,
@@ -497,85 +497,6 @@ def test_break_does_not_mark_the_current_record() -> None:
             if record.offset == 1:
                 break
         assert c.commit() == {tp(0): 1}
-
-
-# -- KIP-848: instance id still held by the previous incarnation ----------------------------------------
-
-
-class FakeTime:
-    def __init__(self) -> None:
-        self.now = 0.0
-        self.sleeps: list[float] = []
-
-    def clock(self) -> float:
-        return self.now
-
-    def sleep(self, seconds: float) -> None:
-        self.sleeps.append(seconds)
-        self.now += seconds
-
-
-def test_unreleased_instance_id_is_retried_with_a_new_client() -> None:
-    t = FakeTime()
-    c, factory, _ = consumer(
-        [UNRELEASED],
-        [UNRELEASED],
-        [Assign((tp(0),)), rec(0, 3)],
-        settings=make_settings(protocol="consumer"),
-        sleep=t.sleep,
-        clock=t.clock,
-    )
-    with c:
-        assert c.poll(0.1) is None
-        assert c.poll(0.1) == rec(0, 3)
-    assert len(factory.adapters) == 3
-    assert all(a.calls.count("close") == 1 for a in factory.adapters)
-    assert t.sleeps and sum(t.sleeps) < 50
-
-
-def test_unreleased_gives_up_after_the_session_timeout() -> None:
-    t = FakeTime()
-    c, factory, _ = consumer(
-        *([UNRELEASED] for _ in range(200)),
-        settings=make_settings(protocol="consumer"),
-        sleep=t.sleep,
-        clock=t.clock,
-    )
-    c.start()
-    with pytest.raises(UnreleasedInstanceIdError) as info:
-        c.poll(0.1)
-    assert info.value.retriable and info.value.exit_code == 75
-    assert 45 <= t.now <= 50  # 45 s session timeout + 5 s margin
-    assert len(factory.adapters) < 40
-    with pytest.raises(UnreleasedInstanceIdError):
-        c.poll(0.1)
-    c.close()
-
-
-def test_unreleased_after_being_assigned_is_fencing() -> None:
-    c, factory, _ = consumer(
-        [Assign((tp(0),)), Lose((tp(0),)), UNRELEASED], settings=make_settings(protocol="consumer")
-    )
-    with c, pytest.raises(FencedInstanceError):
-        c.poll(0.1)  # assigned, lost (the old session expired), then refused: replaced by another process
-    assert len(factory.adapters) == 1
-
-
-def test_stop_ends_the_unreleased_retries_quietly() -> None:
-    t = FakeTime()
-    c, factory, _ = consumer(
-        *([UNRELEASED] for _ in range(200)),
-        settings=make_settings(protocol="consumer"),
-        sleep=t.sleep,
-        clock=t.clock,
-    )
-    c.start()
-    c.stop()  # e.g. SIGTERM while waiting for the broker to release the id
-    assert c.poll(0.1) is None
-    assert len(factory.adapters) <= 2
-    with pytest.raises(UnreleasedInstanceIdError):
-        c.poll(0.1)
-    c.close()
 
 
 # -- the adapter's reading of librdkafka errors (no broker needed) ----------------------------------------

@@ -75,6 +75,7 @@ NOT_ON_THE_CONSUMER_PATH = (
     "static_consumer._broker",
     "static_consumer._probe",
     "static_consumer._kafka_python",
+    "static_consumer._group_watch",  # the wait for a held instance id only
 )
 
 

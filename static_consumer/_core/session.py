@@ -28,6 +28,7 @@ if TYPE_CHECKING:
     from static_consumer._config import ConfigValue
     from static_consumer._core.join import JoinPlan, Prober
     from static_consumer._core.modes import Mode
+    from static_consumer._core.rejoin import GroupWatchFactory
     from static_consumer.errors import StaticConsumerError
 
 AdapterFactory = Callable[[dict[str, "ConfigValue"]], ConsumerAdapter]
@@ -173,8 +174,8 @@ class StallWatch:
 class Session:
     """A consumer's settings, seams, state, client and partitions: everything the core phases share.
 
-    ``adapter_factory``, ``probe``, ``remove_member``, ``sleep`` and ``clock`` are the seams unit tests
-    replace (a fake client, canned broker capabilities, instant sleeps).
+    ``adapter_factory``, ``probe``, ``remove_member``, ``group_watch``, ``sleep`` and ``clock`` are the
+    seams unit tests replace (a fake client, canned broker capabilities, a scripted group, instant sleeps).
     """
 
     def __init__(
@@ -187,6 +188,7 @@ class Session:
         adapter_factory: AdapterFactory,
         probe: Prober,
         remove_member: MemberRemover,
+        group_watch: GroupWatchFactory,
         stop: threading.Event,
         sleep: Callable[[float], object],
         clock: Callable[[], float] = time.monotonic,
@@ -198,6 +200,7 @@ class Session:
         self.adapter_factory = adapter_factory
         self.probe = probe
         self.remove_member = remove_member
+        self.group_watch = group_watch  # the broker look-ups of the wait for a held instance id
         self.stop = stop
         self.sleep = sleep
         self.clock = clock

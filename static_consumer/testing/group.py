@@ -15,6 +15,20 @@ from static_consumer.testing.specs import static_spec
 Partition = tuple[str, int]
 # KIP-848 groups get a per-group session timeout so tests need not wait the broker default of 45 s.
 CONSUMER_PROTOCOL_SESSION_MS = 10000
+CONSUMER_PROTOCOL_HEARTBEAT_MS = 500
+
+
+def shorten_consumer_session(bootstrap: str, group_id: str, session_ms: int | None = None) -> None:
+    """Give the KIP-848 group ``group_id`` the test session (``session_ms``, by default
+    CONSUMER_PROTOCOL_SESSION_MS) and heartbeat interval as group overrides."""
+    set_group_config(
+        bootstrap,
+        group_id,
+        {
+            "consumer.session.timeout.ms": str(session_ms or CONSUMER_PROTOCOL_SESSION_MS),
+            "consumer.heartbeat.interval.ms": str(CONSUMER_PROTOCOL_HEARTBEAT_MS),
+        },
+    )
 
 
 @dataclass
@@ -40,14 +54,7 @@ class Group:
 
     def __post_init__(self) -> None:
         if self.protocol == "consumer":
-            set_group_config(
-                self.bootstrap,
-                self.group_id,
-                {
-                    "consumer.session.timeout.ms": str(self.session_ms or CONSUMER_PROTOCOL_SESSION_MS),
-                    "consumer.heartbeat.interval.ms": "500",
-                },
-            )
+            shorten_consumer_session(self.bootstrap, self.group_id, self.session_ms)
 
     @classmethod
     def new(
