@@ -4,7 +4,7 @@ The public surface is listed in ``__all__``; modules starting with an underscore
 """
 
 from static_consumer.capabilities import BrokerCapabilities, StaticDecision, decide
-from static_consumer.consumer import State, StaticConsumer
+from static_consumer.consumer import State, StaticConsumer, Status
 from static_consumer.errors import (
     EXIT_CONFIG,
     EXIT_FATAL,
@@ -90,6 +90,7 @@ __all__ = [
     "StaticConsumerError",
     "StaticDecision",
     "StaticMembershipUnsupportedError",
+    "Status",
     "TopicPartition",
     "UnknownInstanceIdError",
     "UnreleasedInstanceIdError",

@@ -29,7 +29,7 @@ from static_consumer._core.ownership import Commitable
 from static_consumer._core.poll import accept, after_client_call, hand_out, handle_error, take_buffered
 from static_consumer._core.rejoin import GroupWatchFactory, open_group_watch
 from static_consumer._core.seam import ConsumerAdapter, PollError
-from static_consumer._core.session import AdapterFactory, MemberRemover, Session, State
+from static_consumer._core.session import AdapterFactory, MemberRemover, Session, State, Status
 from static_consumer._core.stall import guard
 from static_consumer.errors import ConsumerClosedError
 from static_consumer.events import Closed, Dispatcher, MembershipListener
@@ -147,6 +147,12 @@ class StaticConsumer:
         """Where the consumer is in its life (see :class:`State` for the transitions)."""
         return self._session.state
 
+    def status(self) -> Status:
+        """What the consumer is doing now (state, identity, assignment, ``ready`` only when RUNNING), for
+        a health endpoint. It asks the client for the member id: call it where you consume (librdkafka
+        serializes calls into one consumer, so from another thread it waits for a poll in progress)."""
+        return self._session.status()
+
     # -- consuming -----------------------------------------------------------------------------------
 
     def poll(self, timeout: float = 1.0) -> Record | None:
@@ -204,6 +210,11 @@ class StaticConsumer:
             records = guard(s, adapter, records, max_records)
         hand_out(s, records)
         return RecordBatch.from_records(records)
+
+    def _give_back(self, records: Sequence[Record]) -> None:
+        """Records handed out but never processed come first on the next call (``static_consumer.aio``:
+        the task that awaited them was cancelled)."""
+        self._session.give_back(records)
 
     def __iter__(self) -> Iterator[Record]:
         """Yield records until :meth:`stop` or close. A record counts as processed (committed by the
@@ -285,4 +296,4 @@ class StaticConsumer:
             )
 
 
-__all__ = ["AdapterFactory", "Commitable", "MemberRemover", "State", "StaticConsumer"]
+__all__ = ["AdapterFactory", "Commitable", "MemberRemover", "State", "StaticConsumer", "Status"]

@@ -566,3 +566,21 @@ def test_consume_batch_gives_the_records_back_after_a_listener_error() -> None:
         with pytest.raises(RuntimeError, match="listener failed"):
             c.consume_batch(10, 0.1)
         assert c.consume_batch(10, 0.1).records() == [rec(0, 3), rec(0, 4)]
+
+
+def test_status_says_what_the_consumer_is_doing_and_is_ready_only_when_running() -> None:
+    c, _, _ = consumer([Assign((tp(1), tp(0))), rec(0, 0), None, FENCED])
+    assert (c.status().state, c.status().ready) == (State.NEW, False)
+    c.start()
+    assert (c.status().state, c.status().ready) == (State.JOINING, False)
+    c.consume(10, 0.0)
+    status = c.status()
+    assert (status.state, status.ready, status.assignment) == (State.RUNNING, True, (tp(0), tp(1)))
+    assert (status.group_id, status.instance_id, status.member_id) == ("g", "orders-2", "member-1")
+    c.stop()
+    assert c.status().stopping
+    with pytest.raises(FencedInstanceError):
+        c.consume(10, 0.0)
+    fenced = c.status()
+    assert (fenced.state, fenced.ready) == (State.FENCED, False) and "fenced" in (fenced.error or "")
+    c.close()

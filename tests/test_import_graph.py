@@ -43,6 +43,28 @@ with StaticConsumer(settings, env={{"POD_NAME": "app-0"}}, probe=lambda s: MODER
 print(json.dumps(sorted(sys.modules)))
 """
 
+# The asyncio consumer on the fake: the same consumer path, plus static_consumer.aio.
+CONSUME_ASYNC_ON_A_FAKE = """
+import asyncio, json, sys
+sys.path.insert(0, {tests!r})
+from fakes import MODERN, Assign, FakeFactory, rec, tp
+from static_consumer import ConsumerSettings
+from static_consumer.aio import AsyncStaticConsumer
+
+async def main():
+    settings = ConsumerSettings(bootstrap_servers="127.0.0.1:9092", group_id="g", topics=("t",))
+    factory = FakeFactory([Assign((tp(0),)), rec(0, 0)])
+    consumer = AsyncStaticConsumer(settings, env={{"POD_NAME": "app-0"}}, adapter_factory=factory,
+                                   probe=lambda s: MODERN)
+    async with consumer:
+        while not len(await consumer.consume_batch(10, 0.0)):
+            pass
+        await consumer.commit()
+
+asyncio.run(main())
+print(json.dumps(sorted(sys.modules)))
+"""
+
 NOT_ON_THE_CONSUMER_PATH = (
     "kafka",  # kafka-python: the capability probe and the broker calls only
     "confluent_kafka.admin",
@@ -76,6 +98,13 @@ def test_consuming_on_a_fake_client_loads_no_kafka_client_no_operator_tools_and_
         assert _loaded(modules, name) == [], name
 
 
+def test_the_asyncio_consumer_loads_nothing_more_than_the_sync_one_does() -> None:
+    modules = _modules_after(CONSUME_ASYNC_ON_A_FAKE)
+    assert "static_consumer.aio.consumer" in modules and "static_consumer._core.ownership" in modules
+    for name in (*NOT_ON_THE_CONSUMER_PATH, "confluent_kafka"):
+        assert _loaded(modules, name) == [], name
+
+
 def test_consuming_through_librdkafka_without_the_probe_does_not_load_kafka_python() -> None:
     modules = _modules_after(CONSUME_ON_LIBRDKAFKA)
     assert "static_consumer._core.confluent" in modules
@@ -96,7 +125,7 @@ def _top_level_imports(path: Path) -> set[str]:
 
 
 def test_only_the_adapter_imports_confluent_kafka_at_module_level_in_the_core_and_the_library_root() -> None:
-    files = [*PACKAGE.glob("*.py"), *(PACKAGE / "_core").glob("*.py")]
+    files = [*PACKAGE.glob("*.py"), *(PACKAGE / "_core").glob("*.py"), *(PACKAGE / "aio").glob("*.py")]
     importers = sorted(
         str(p.relative_to(PACKAGE))
         for p in files

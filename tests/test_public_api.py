@@ -45,6 +45,7 @@ EXPECTED = {
     "StaticConsumerError",
     "StaticDecision",
     "StaticMembershipUnsupportedError",
+    "Status",
     "TopicPartition",
     "UnknownInstanceIdError",
     "UnreleasedInstanceIdError",

@@ -13,7 +13,7 @@ import logging
 import threading
 import time
 from collections import deque
-from collections.abc import Callable, Hashable, Iterable, Mapping
+from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import Enum
 from typing import TYPE_CHECKING, Any
@@ -81,6 +81,29 @@ TRANSITIONS: Mapping[State, frozenset[State]] = {
     State.CLOSED: frozenset(),
 }
 USABLE = frozenset({State.JOINING, State.REJOINING, State.RUNNING})
+
+
+@dataclass(frozen=True, slots=True)
+class Status:
+    """What a consumer is doing at one moment, for health endpoints and readiness probes.
+
+    ``ready`` only in RUNNING: the member joined and got its assignment (possibly empty: more replicas
+    than partitions is fine). ``error`` says why the state is FENCED or FAILED. ``stopping``: a stop was
+    asked for (SIGTERM) and the consumer is finishing its batch.
+    """
+
+    state: State
+    group_id: str
+    instance_id: str | None
+    member_id: str | None
+    generation: int | None
+    assignment: tuple[TopicPartition, ...]
+    stopping: bool = False
+    error: str | None = None
+
+    @property
+    def ready(self) -> bool:
+        return self.state is State.RUNNING
 
 
 class RateLimiter:
@@ -214,6 +237,26 @@ class Session:
         """Whether consuming and committing are allowed (JOINING, REJOINING, RUNNING)."""
         return self.state in USABLE
 
+    def give_back(self, records: Sequence[Record]) -> None:
+        """Records handed out but not processed: they come first on the next call, in their order (a
+        skipped record whose successors get committed would be lost). Dropped once the session ended."""
+        if self.usable:
+            self.buffer.extendleft(reversed(records))
+
+    def status(self) -> Status:
+        """The consumer's :class:`Status` now. Asks the client for the member id and generation, so call
+        it on the thread that drives the consumer (librdkafka serializes calls into one consumer)."""
+        return Status(
+            state=self.state,
+            group_id=self.settings.group_id,
+            instance_id=self.instance_id,
+            member_id=self.member_id(),
+            generation=self.generation(),
+            assignment=tuple(sorted(self.offsets.owned)),
+            stopping=self.stop.is_set(),
+            error=None if self.error is None else str(self.error),
+        )
+
     # -- identity ------------------------------------------------------------------------------------
 
     @property
@@ -260,4 +303,5 @@ __all__ = [
     "Session",
     "StallWatch",
     "State",
+    "Status",
 ]
