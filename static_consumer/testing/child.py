@@ -7,11 +7,16 @@
 - ``topics``; ``commit``: commit processed offsets after each batch (default true);
 - ``batch``: records per batch; ``max_records``; ``max_runtime_s`` (default 300: every run ends);
 - ``leave_on_exit``: StaticConsumer.leave_group() instead of close() on SIGTERM;
-- ``event_log``: path of a JSONL membership event log; ``otel``: OpenTelemetry totals as ``metrics``.
+- ``event_log``: path of a JSONL membership event log; ``otel``: OpenTelemetry totals as ``metrics``;
+- ``hold``: import everything, emit ``held`` and wait for a line on stdin before starting the consumer;
+- ``workload``: per-record processing time, modelled state rebuilds and liveness ticks, with processing
+  times in ``records`` events (see ``static_consumer.testing.child_work``).
 
 Events: ready, assigned, revoked, lost, records (with [topic, partition, offset] triples), committed,
-commit_deferred (a transient commit failure: the offsets go with the next commit),
-error, fenced, closed, metrics (with ``otel``), exit. SIGTERM finishes the current batch, commits and closes.
+commit_deferred (a transient commit failure: the offsets go with the next commit), commit_failed (the
+plain consumer's commit was refused, e.g. the partitions moved during the batch; it carries on),
+error, fenced, closed, metrics (with ``otel``), rebuild and alive (with ``workload``), held, exit. SIGTERM
+finishes the current batch, commits and closes.
 """
 
 from __future__ import annotations
@@ -20,7 +25,10 @@ import json
 import signal
 import sys
 import time
+from collections.abc import Callable
 from typing import Any
+
+from static_consumer.testing.child_work import Workload
 
 _stop = False
 
@@ -40,14 +48,26 @@ def _tps(partitions: Any) -> list[list[Any]]:
 
 
 def run_confluent(spec: dict[str, Any]) -> int:
-    from confluent_kafka import Consumer, KafkaError, TopicPartition
+    from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
+
+    work = Workload(spec["workload"], emit) if spec.get("workload") is not None else None
+
+    def on_assign(c: Any, ps: Any) -> None:
+        emit("assigned", partitions=_tps(ps), member_id=c.memberid())
+        if work is not None:
+            work.assigned((tp.topic, tp.partition) for tp in ps)
+
+    def on_revoke(kind: str) -> Callable[[Any, Any], None]:
+        def revoke(_c: Any, ps: Any) -> None:
+            emit(kind, partitions=_tps(ps))
+            if work is not None:
+                work.revoked((tp.topic, tp.partition) for tp in ps)
+
+        return revoke
 
     consumer = Consumer(spec["config"])
     consumer.subscribe(
-        spec["topics"],
-        on_assign=lambda c, ps: emit("assigned", partitions=_tps(ps), member_id=c.memberid()),
-        on_revoke=lambda c, ps: emit("revoked", partitions=_tps(ps)),
-        on_lost=lambda c, ps: emit("lost", partitions=_tps(ps)),
+        spec["topics"], on_assign=on_assign, on_revoke=on_revoke("revoked"), on_lost=on_revoke("lost")
     )
     emit("ready")
     deadline = time.monotonic() + float(spec.get("max_runtime_s", 300))
@@ -56,7 +76,11 @@ def run_confluent(spec: dict[str, Any]) -> int:
     try:
         while not _stop and time.monotonic() < deadline and (max_records is None or seen < max_records):
             msgs = consumer.consume(int(spec.get("batch", 500)), 0.2)
+            if work is not None:
+                work.tick()
+                work.settle()
             batch: list[list[Any]] = []
+            created: list[int | None] = []
             for msg in msgs:
                 err = msg.error()
                 if err is not None:
@@ -67,18 +91,30 @@ def run_confluent(spec: dict[str, Any]) -> int:
                         return 3
                     continue
                 batch.append([msg.topic(), msg.partition(), msg.offset()])
+                created.append(msg.timestamp()[1])
             if not batch:
                 continue
             seen += len(batch)
-            emit("records", records=batch)
+            if work is not None:
+                work.process([(t, p, o, c) for (t, p, o), c in zip(batch, created, strict=True)])
+            else:
+                emit("records", records=batch)
             if spec.get("commit", True):
                 last: dict[tuple[str, int], int] = {}
                 for topic, partition, offset in batch:
                     last[(topic, partition)] = max(offset, last.get((topic, partition), -1))
-                consumer.commit(
-                    offsets=[TopicPartition(t, p, o + 1) for (t, p), o in sorted(last.items())],
-                    asynchronous=False,
-                )
+                try:
+                    consumer.commit(
+                        offsets=[TopicPartition(t, p, o + 1) for (t, p), o in sorted(last.items())],
+                        asynchronous=False,
+                    )
+                except KafkaException as exc:
+                    # The partitions changed hands during the batch (cooperative and KIP-848 rebalances
+                    # run while the app processes): their new owner processes these records again, as
+                    # an at-least-once application would; the consumer carries on.
+                    err = exc.args[0]
+                    emit("commit_failed", code=err.code(), name=err.name(), reason=err.str())
+                    continue
                 emit("committed", offsets=[[t, p, o + 1] for (t, p), o in sorted(last.items())])
     finally:
         consumer.close()
@@ -86,11 +122,27 @@ def run_confluent(spec: dict[str, Any]) -> int:
     return 0
 
 
+def _hold(mode: str) -> bool:
+    """Load everything the mode needs, say ``held``, and wait for a line on stdin; False on EOF.
+
+    Lets a caller start the interpreter ahead of time, so that when the consumer starts does not depend
+    on how long Python takes to import on a busy machine.
+    """
+    import confluent_kafka  # noqa: F401 - imported for its load time
+
+    if mode == "static":
+        import static_consumer.testing.child_static  # noqa: F401 - imported for its load time
+    emit("held")
+    return bool(sys.stdin.readline())
+
+
 def main(argv: list[str]) -> int:
     spec = json.loads(argv[1])
     signal.signal(signal.SIGTERM, _on_sigterm)
     mode = spec.get("mode", "confluent")
-    if mode == "confluent":
+    if spec.get("hold") and not _hold(mode):
+        code = 0
+    elif mode == "confluent":
         code = run_confluent(spec)
     elif mode == "static":
         from static_consumer.testing.child_static import run_static
