@@ -82,6 +82,7 @@ def main() -> int:
     configs = {text: _config(text, strategies) for text in args.config}
     results: dict[str, list[dict[str, Metrics]]] = {text: [] for text in configs}
     headers: dict[str, str] = {}
+    failures: list[str] = []
 
     def progress(line: str) -> None:
         print(f"{time.strftime('%H:%M:%S')}   {line}", flush=True)
@@ -92,7 +93,12 @@ def main() -> int:
                 out = args.out / text.replace(",", "_").replace("=", "-") / str(n)
                 progress(f"run {n}/{args.repeats} of {text}")
                 events = prepare(out / "events")
-                outcome = run_demo(cluster, cfg, events, progress)
+                try:
+                    outcome = run_demo(cluster, cfg, events, progress)
+                except Exception as exc:  # noqa: BLE001 - one failed run is reported, the others go on
+                    progress(f"FAILED: {type(exc).__name__}: {str(exc).splitlines()[0]}")
+                    failures.append(f"{text} run {n}: {type(exc).__name__}: {str(exc).splitlines()[0]}")
+                    continue
                 _, recounted = recount_dir(events)
                 diffs = {s: differences(outcome.tally[s], recounted[s]) for s in outcome.tally}
                 write_json(out / "bounce.json", outcome.run, outcome.tally, diffs)
@@ -105,10 +111,15 @@ def main() -> int:
                 loads = outcome.run.meta.get("load_before"), outcome.run.meta.get("load_after")
                 progress(f"done in {outcome.run.meta.get('wall_s')} s (load average before/after {loads})")
     summary: dict[str, Any] = {}
+    for failure in failures:
+        print(f"\nFAILED (left out of the table): {failure}")
     for text, runs in results.items():
+        if not runs:
+            continue
         print(f"\n=== {text}: {len(runs)} runs, median (min-max)\n{headers[text]}\n")
         print(_table(runs))
         summary[text] = [{s: m.to_json() for s, m in r.items()} for r in runs]
+    summary["failures"] = failures
     args.out.mkdir(parents=True, exist_ok=True)
     (args.out / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
     return 0

@@ -1,4 +1,4 @@
-"""``static-consumer demo``: what a rolling deploy costs under each group strategy, side by side.
+"""static-consumer demo: what a rolling deploy costs under each group strategy, side by side.
 
 Starts (or uses) a real Apache Kafka broker and runs one consumer group per strategy on one topic fed
 by one producer: dynamic members with the eager range assignor, with cooperative-sticky, under the
@@ -7,7 +7,7 @@ Every member of every group is restarted at the same moments; the table says wha
 group, computed from raw per-member events saved under ``--out``/events (``--recount`` recomputes it
 from those files alone). Writes ``bounce.json`` and ``bounce.png`` to ``--out``.
 
-The default run (four strategies, 6 members, one round) takes about 3 minutes on 2 cores. The full set
+The default run (four strategies, 6 members, one round) takes 2-3 minutes on 2 cores. The full set
 adds eager dynamic members, a second round and a hard-kill round:
 ``--strategies all --rounds 2 --kill`` (hard kills wait for the session timeout, so that round adds up
 to members x session timeout).
@@ -25,6 +25,28 @@ from pathlib import Path
 from static_consumer.demo.metrics import differences
 from static_consumer.demo.strategies import ALL_STRATEGIES, BY_NAME, DEFAULT_STRATEGIES, DemoConfig
 
+# (flag, DemoConfig field, type, help): the knobs shown in the report header.
+_KNOBS: tuple[tuple[str, str, type, str], ...] = (
+    ("--members", "members", int, "members per group"),
+    ("--rounds", "rounds", int, "graceful rolling rounds"),
+    ("--rate", "rate_per_s", int, "records/s produced"),
+    (
+        "--restart-delay-s",
+        "restart_delay_s",
+        float,
+        "how long a pod takes to come back: from the old process's exit to the new one's consumer start",
+    ),
+    ("--processing-ms", "processing_ms", float, "processing time per record"),
+    (
+        "--state-warmup-s",
+        "state_warmup_s",
+        float,
+        "seconds a member spends per partition it receives without holding its state (a local store or "
+        "cache rebuild; 0: stateless)",
+    ),
+    ("--session-timeout-s", "session_timeout_s", float, "for every group, classic and KIP-848"),
+)
+
 
 def _parser() -> argparse.ArgumentParser:
     d = DemoConfig()
@@ -39,38 +61,12 @@ def _parser() -> argparse.ArgumentParser:
         default=",".join(DEFAULT_STRATEGIES),
         help=f"any of {', '.join(BY_NAME)}, or all (default {','.join(DEFAULT_STRATEGIES)})",
     )
-    p.add_argument("--members", type=int, default=d.members, help=f"members per group (default {d.members})")
-    p.add_argument(
-        "--rounds", type=int, default=d.rounds, help=f"graceful rolling rounds (default {d.rounds})"
-    )
-    p.add_argument(
-        "--kill", action="store_true", help="add a round that SIGKILLs each member, then restarts it"
-    )
+    for flag, field, kind, text in _KNOBS:
+        default = getattr(d, field)
+        p.add_argument(flag, dest=field, type=kind, default=default, help=f"{text} (default {default})")
     p.add_argument("--partitions", type=int, help="topic partitions (default 2 x --members)")
     p.add_argument(
-        "--rate", type=int, default=d.rate_per_s, help=f"records/s produced (default {d.rate_per_s})"
-    )
-    p.add_argument(
-        "--restart-delay-s",
-        type=float,
-        default=d.restart_delay_s,
-        help=f"how long a pod takes to come back, from exit to new process (default {d.restart_delay_s})",
-    )
-    p.add_argument(
-        "--processing-ms", type=float, default=d.processing_ms, help=f"per record (default {d.processing_ms})"
-    )
-    p.add_argument(
-        "--state-warmup-s",
-        type=float,
-        default=d.state_warmup_s,
-        help="seconds a member spends per partition it receives without holding its state (a local store "
-        f"or cache rebuild; 0: stateless; default {d.state_warmup_s})",
-    )
-    p.add_argument(
-        "--session-timeout-s",
-        type=float,
-        default=d.session_timeout_s,
-        help=f"for every group, classic and KIP-848 (default {d.session_timeout_s})",
+        "--kill", action="store_true", help="add a round that SIGKILLs each member, then restarts it"
     )
     p.add_argument("--out", type=Path, default=Path("out/demo"), help="where to write (default out/demo)")
     p.add_argument("--recount", type=Path, metavar="DIR", help="recompute the table from DIR's saved events")
@@ -116,14 +112,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return _recount(args.recount)
     try:
         cfg = DemoConfig(
-            members=args.members,
-            rounds=args.rounds,
+            **{field: getattr(args, field) for _flag, field, _kind, _text in _KNOBS},
             partitions=args.partitions if args.partitions is not None else 2 * args.members,
-            rate_per_s=args.rate,
-            restart_delay_s=args.restart_delay_s,
-            processing_ms=args.processing_ms,
-            state_warmup_s=args.state_warmup_s,
-            session_timeout_s=args.session_timeout_s,
             kill=args.kill,
             strategies=ALL_STRATEGIES
             if args.strategies == "all"

@@ -24,7 +24,8 @@ def header(run: RunData) -> str:
         f"restart delay {cfg.get('restart_delay_s')} s (exit to the new process's consumer start), "
         f"processing {cfg.get('processing_ms')} ms/record, state warm-up {cfg.get('state_warmup_s')} s "
         f"per partition received without its state (0: stateless), "
-        f"session timeout {cfg.get('session_timeout_s')} s",
+        f"session timeout {cfg.get('session_timeout_s')} s, heartbeat {meta.get('heartbeat_ms')} ms, "
+        f"max.poll.interval.ms {meta.get('max_poll_ms')}",
         f"bounce window {w1 - w0:.1f} s; Apache Kafka {meta.get('kafka_version')} ({meta.get('backend')}), "
         f"librdkafka {meta.get('librdkafka')}, {meta.get('cpus')} CPUs, load average "
         f"{_load(meta.get('load_before'))} before, {_load(meta.get('load_after'))} after; "
@@ -32,6 +33,12 @@ def header(run: RunData) -> str:
     ]
     for name, text in meta.get("descriptions", {}).items():
         lines.append(f"  {name}: {text}")
+    formed = meta.get("formation_s")
+    if formed:
+        lines.append(
+            "group formation, all members started together (s to a complete assignment): "
+            + ", ".join(f"{name} {seconds}" for name, seconds in formed.items())
+        )
     for late in meta.get("unsettled", []):
         lines.append(
             f"WARNING: {', '.join(late['groups'])} had not settled {late['waited_s']} s "

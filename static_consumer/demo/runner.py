@@ -26,7 +26,7 @@ from static_consumer.demo.metrics import Event, Metrics
 from static_consumer.demo.producer import ContinuousProducer
 from static_consumer.demo.rundata import Incarnation, RunData, StrategyRun, write_run
 from static_consumer.demo.settle import Watcher, wait_settled
-from static_consumer.demo.strategies import BY_NAME, DemoConfig, Strategy, spec
+from static_consumer.demo.strategies import BY_NAME, HEARTBEAT_MS, MAX_POLL_MS, DemoConfig, Strategy, spec
 from static_consumer.demo.tally import tally
 from static_consumer.testing.backends import KafkaCluster
 from static_consumer.testing.group import Group
@@ -64,6 +64,8 @@ class _Bounce:
         self.schedule: list[dict[str, Any]] = []
         self.unsettled: list[dict[str, Any]] = []
         self.watcher = Watcher()
+        self.last_settled: dict[str, float] = {}
+        self.formation_s: dict[str, float] = {}
         self.groups = {name: self._group(BY_NAME[name], f"demo-{name}-{tag}") for name in cfg.strategies}
 
     def _group(self, strategy: Strategy, group_id: str) -> Group:
@@ -93,7 +95,9 @@ class _Bounce:
         )
 
     def _settle(self, timeout_s: float, after: str) -> float:
-        waited, pending = wait_settled(self.watcher, self.groups, timeout_s, self.cfg.settle_s)
+        waited, pending, self.last_settled = wait_settled(
+            self.watcher, self.groups, timeout_s, self.cfg.settle_s
+        )
         if pending:
             # Reported, not fatal: the other groups' numbers stand, and this group's events show why.
             self.unsettled.append({"after": after, "groups": pending, "waited_s": round(waited, 1)})
@@ -107,6 +111,7 @@ class _Bounce:
                 group.start(name)
         fresh = self.spawn_replacements(wait=False)
         formed = self._settle(FORMATION_TIMEOUT_S + 3.0 * len(self.started), "forming")
+        self.formation_s = {name: round(s, 1) for name, s in self.last_settled.items()}
         self.progress(f"{len(self.groups)} groups of {self.cfg.members} formed in {formed:.1f} s")
         return self._loaded(fresh)
 
@@ -242,6 +247,9 @@ def run_demo(cluster: KafkaCluster, cfg: DemoConfig, events_dir: Path, progress:
         "wall_s": round(time.time() - began, 1),
         "schedule": bounce.schedule,
         "unsettled": bounce.unsettled,
+        "formation_s": bounce.formation_s,
+        "heartbeat_ms": HEARTBEAT_MS,
+        "max_poll_ms": MAX_POLL_MS,
     }
     run = RunData(
         window=(w0, w1),

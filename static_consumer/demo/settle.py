@@ -62,10 +62,11 @@ def _check_alive(strategy: str, group: Group) -> None:
 
 def wait_settled(
     watcher: Watcher, groups: dict[str, Group], timeout_s: float, settle_s: float
-) -> tuple[float, list[str]]:
+) -> tuple[float, list[str], dict[str, float]]:
     """Until every group has each partition owned by exactly one live member, every live member owning
-    some, unchanged for ``settle_s`` (or ``timeout_s`` passed). Returns the seconds waited and the
-    groups that had not settled; raises if a member process died on its own."""
+    some, unchanged for ``settle_s`` (or ``timeout_s`` passed). Returns the seconds waited, the groups
+    that had not settled, and for the others the seconds until their final assignment was complete;
+    raises if a member process died on its own."""
     began = time.monotonic()
     last: dict[str, dict[str, set[Partition]]] = {}
     since: dict[str, float] = {}
@@ -83,5 +84,6 @@ def wait_settled(
             elif now - since[name] < settle_s:
                 pending.append(name)
         if not pending or now - began > timeout_s:
-            return now - began, pending
+            settled = {name: since[name] - began for name in groups if name not in pending}
+            return now - began, pending, settled
         time.sleep(POLL_S)

@@ -2,7 +2,8 @@
 
 The dynamic controls are plain confluent-kafka consumers configured the way their documentation says
 (no static_consumer code in them); the static ones are :class:`static_consumer.StaticConsumer` members.
-Every strategy gets the same session timeout, heartbeat interval, batch size and workload.
+Every strategy gets the same session timeout, heartbeat interval, max.poll.interval.ms, batch size and
+workload.
 """
 
 from __future__ import annotations
@@ -15,6 +16,11 @@ from static_consumer.testing.specs import static_spec
 
 HEARTBEAT_MS = 500
 BATCH = 100
+# max.poll.interval.ms, which is also the rebalance timeout: how long a KIP-848 member may take to give up
+# partitions it was asked to revoke before the broker fences it. librdkafka 2.16 members were seen to
+# stall there while many members joined at once (the broker log says "failed to transition from epoch N
+# within 300000ms"); 60 s bounds that stall, and still covers the longest state rebuild of a run.
+MAX_POLL_MS = 60000
 
 
 @dataclass(frozen=True)
@@ -124,7 +130,7 @@ def spec(
     session_ms = int(cfg.session_timeout_s * 1000)
     common = {"batch": BATCH, "max_runtime_s": 7200, "workload": workload}
     if strategy.static:
-        settings: dict[str, Any] = {"protocol": strategy.protocol, "max_poll_interval_ms": 300000}
+        settings: dict[str, Any] = {"protocol": strategy.protocol, "max_poll_interval_ms": MAX_POLL_MS}
         if strategy.protocol == "classic":
             settings |= {"session_timeout_ms": session_ms, "heartbeat_interval_ms": HEARTBEAT_MS}
         else:
@@ -139,6 +145,7 @@ def spec(
         "group.id": group_id,
         "auto.offset.reset": "earliest",
         "enable.auto.commit": False,
+        "max.poll.interval.ms": MAX_POLL_MS,
     }
     if strategy.protocol == "classic":
         config |= {

@@ -9,6 +9,7 @@ from typing import Any
 from static_consumer import (
     Assigned,
     Closed,
+    CommitFailedError,
     ConsumerSettings,
     FatalError,
     Fenced,
@@ -103,7 +104,13 @@ def run_static(spec: dict[str, Any], emit: Emit, should_stop: Callable[[], bool]
             else:
                 emit("records", records=[[r.topic, r.partition, r.offset] for r in records])
             if spec.get("commit", True):
-                sent = committer.commit(records)  # like run_until_sigterm: rides out coordinator moves
+                try:
+                    sent = committer.commit(records)  # like run_until_sigterm: rides out coordinator moves
+                except CommitFailedError as exc:
+                    # The partitions moved during the batch: the consumer still works and their new owner
+                    # processes these records again (at-least-once), as the plain child carries on too.
+                    emit("commit_failed", reason=str(exc))
+                    continue
                 if sent is None:
                     emit("commit_deferred")
                 else:
