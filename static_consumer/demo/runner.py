@@ -91,7 +91,7 @@ class _Bounce:
             protocol=strategy.protocol,
             static=strategy.static,
             spec_factory=member_spec,
-            consumer_session_timeout_ms=int(self.cfg.session_timeout_s * 1000),
+            session_ms=int(self.cfg.session_timeout_s * 1000),
         )
 
     def _settle(self, timeout_s: float, after: str) -> float:

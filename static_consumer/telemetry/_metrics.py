@@ -10,6 +10,7 @@ INSTANCE_ID = "static_consumer.instance_id"
 PROTOCOL = "static_consumer.protocol"
 JOIN_KIND = "static_consumer.join.kind"
 REASON = "static_consumer.reason"
+VERDICT = "static_consumer.stall.verdict"
 
 
 @dataclass(frozen=True, slots=True)
@@ -111,6 +112,22 @@ METRICS: tuple[Metric, ...] = (
         "the first assignment.",
         java="join-time-avg/max (roughly)",
     ),
+    Metric(
+        "static_consumer.stalls",
+        "counter",
+        "{stall}",
+        "Gaps between client calls longer than half the session timeout that were checked before records "
+        "went out, by verdict: ok (still the owner), lost, gone (the broker refused the member), unknown, "
+        "expired (see the Stalled event).",
+        (VERDICT,),
+    ),
+    Metric(
+        "static_consumer.stall.dropped_records",
+        "counter",
+        "{record}",
+        "Records fetched before a stall and not handed out: their partitions belonged to another member "
+        "by then (or were about to).",
+    ),
 )
 
 
@@ -127,4 +144,14 @@ def metric_reference() -> str:
     return "\n".join(rows)
 
 
-__all__ = ["GROUP", "INSTANCE_ID", "JOIN_KIND", "METRICS", "PROTOCOL", "REASON", "Metric", "metric_reference"]
+__all__ = [
+    "GROUP",
+    "INSTANCE_ID",
+    "JOIN_KIND",
+    "METRICS",
+    "PROTOCOL",
+    "REASON",
+    "VERDICT",
+    "Metric",
+    "metric_reference",
+]

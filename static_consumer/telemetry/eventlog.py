@@ -27,6 +27,7 @@ from static_consumer.events import (
     MembershipEvent,
     MembershipListener,
     Revoked,
+    Stalled,
 )
 from static_consumer.telemetry._schema import EVENT_LOG_SPARK_SCHEMA, SCHEMA_VERSION
 from static_consumer.telemetry._tracker import Failed, Join, MembershipTracker, Rebalance
@@ -40,6 +41,7 @@ _NAMES: dict[type[MembershipEvent], str] = {
     Fenced: "fenced",
     FatalError: "fatal",
     Closed: "closed",
+    Stalled: "stalled",
 }
 
 
@@ -98,6 +100,9 @@ class EventLog(MembershipListener):
     def on_closed(self, event: Closed) -> None:
         self._write(event)
 
+    def on_stalled(self, event: Stalled) -> None:
+        self._write(event)
+
     def _write(self, event: MembershipEvent) -> None:
         with self._lock:
             key = (event.group_id, event.instance_id)
@@ -133,6 +138,14 @@ def record(event: MembershipEvent, tracker: MembershipTracker) -> dict[str, Any]
         line["error"] = event.error
     elif isinstance(event, Closed):
         line["left_group"] = event.left_group
+    elif isinstance(event, Stalled):
+        line.update(
+            gap_s=round(event.gap_s, 6),
+            verdict=event.verdict,
+            dropped=event.dropped,
+            rewound=[{"topic": tp.topic, "partition": tp.partition, "offset": o} for tp, o in event.rewound],
+            waited_s=round(event.waited_s, 6),
+        )
     for outcome in outcomes:
         if isinstance(outcome, Join):
             line.update(join_kind=outcome.kind, duration_s=round(outcome.duration_s, 6))

@@ -6,16 +6,19 @@
   ``"static"`` (a StaticConsumer, ``settings`` are ConsumerSettings fields, ``env`` its environment);
 - ``topics``; ``commit``: commit processed offsets after each batch (default true);
 - ``batch``: records per batch; ``max_records``; ``max_runtime_s`` (default 300: every run ends);
+- ``process_s``: seconds each batch takes to process (a sleep between handing it out and committing);
 - ``leave_on_exit``: StaticConsumer.leave_group() instead of close() on SIGTERM;
+- ``go_on_after_refused_commit``: a refused commit (e.g. after a lost session, or partitions that moved
+  during the batch) is reported as ``commit_refused`` and consuming goes on, instead of ending the child;
 - ``event_log``: path of a JSONL membership event log; ``otel``: OpenTelemetry totals as ``metrics``;
 - ``hold``: import everything, emit ``held`` and wait for a line on stdin before starting the consumer;
 - ``workload``: per-record processing time, modelled state rebuilds and liveness ticks, with processing
   times in ``records`` events (see ``static_consumer.testing.child_work``).
 
 Events: ready, assigned, revoked, lost, records (with [topic, partition, offset] triples), committed,
-commit_deferred (a transient commit failure: the offsets go with the next commit), commit_failed (the
-plain consumer's commit was refused, e.g. the partitions moved during the batch; it carries on),
-error, fenced, closed, metrics (with ``otel``), rebuild and alive (with ``workload``), held, exit. SIGTERM
+commit_deferred (a transient commit failure: the offsets go with the next commit), commit_refused,
+stalled (StaticConsumer's stall guard), error, fenced, closed, metrics (with ``otel``), rebuild and alive
+(with ``workload``), held, exit. SIGTERM
 finishes the current batch, commits and closes.
 """
 
@@ -99,6 +102,7 @@ def run_confluent(spec: dict[str, Any]) -> int:
                 work.process([(t, p, o, c) for (t, p, o), c in zip(batch, created, strict=True)])
             else:
                 emit("records", records=batch)
+            time.sleep(float(spec.get("process_s", 0)))
             if spec.get("commit", True):
                 last: dict[tuple[str, int], int] = {}
                 for topic, partition, offset in batch:
@@ -109,11 +113,9 @@ def run_confluent(spec: dict[str, Any]) -> int:
                         asynchronous=False,
                     )
                 except KafkaException as exc:
-                    # The partitions changed hands during the batch (cooperative and KIP-848 rebalances
-                    # run while the app processes): their new owner processes these records again, as
-                    # an at-least-once application would; the consumer carries on.
-                    err = exc.args[0]
-                    emit("commit_failed", code=err.code(), name=err.name(), reason=err.str())
+                    if not spec.get("go_on_after_refused_commit") or exc.args[0].fatal():
+                        raise
+                    emit("commit_refused", reason=str(exc))
                     continue
                 emit("committed", offsets=[[t, p, o + 1] for (t, p), o in sorted(last.items())])
     finally:

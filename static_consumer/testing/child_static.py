@@ -17,6 +17,7 @@ from static_consumer import (
     Lost,
     MembershipListener,
     Revoked,
+    Stalled,
     StaticConsumer,
     StaticConsumerError,
     TopicPartition,
@@ -68,6 +69,19 @@ class _Streamer(MembershipListener):
     def on_closed(self, event: Closed) -> None:
         self.emit("closed", left_group=event.left_group)
 
+    def on_stalled(self, event: Stalled) -> None:
+        rewound = sorted([tp.topic, tp.partition, offset] for tp, offset in event.rewound)
+        self.emit(
+            "stalled",
+            gap_s=event.gap_s,
+            verdict=event.verdict,
+            dropped=event.dropped,
+            threshold_s=event.threshold_s,
+            rewound=rewound,
+            waited_s=event.waited_s,
+            member_id=event.member_id,
+        )
+
 
 def run_static(spec: dict[str, Any], emit: Emit, should_stop: Callable[[], bool]) -> int:
     settings = ConsumerSettings(**spec["settings"])
@@ -103,13 +117,14 @@ def run_static(spec: dict[str, Any], emit: Emit, should_stop: Callable[[], bool]
                 work.process([(r.topic, r.partition, r.offset, r.timestamp_ms) for r in records])
             else:
                 emit("records", records=[[r.topic, r.partition, r.offset] for r in records])
+            time.sleep(float(spec.get("process_s", 0)))
             if spec.get("commit", True):
                 try:
                     sent = committer.commit(records)  # like run_until_sigterm: rides out coordinator moves
                 except CommitFailedError as exc:
-                    # The partitions moved during the batch: the consumer still works and their new owner
-                    # processes these records again (at-least-once), as the plain child carries on too.
-                    emit("commit_failed", reason=str(exc))
+                    if not spec.get("go_on_after_refused_commit"):
+                        raise
+                    emit("commit_refused", reason=str(exc))  # the records come again (at-least-once)
                     continue
                 if sent is None:
                     emit("commit_deferred")

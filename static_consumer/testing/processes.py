@@ -168,6 +168,16 @@ class ConsumerProcess:
             self.note("signal", signal="TERM")
             self.proc.send_signal(signal.SIGTERM)
 
+    def freeze(self) -> float:
+        """SIGSTOP: every thread of the child stops, as in a GC pause or a frozen node; the time it did."""
+        self.proc.send_signal(signal.SIGSTOP)
+        return time.time()
+
+    def thaw(self) -> float:
+        """SIGCONT after :meth:`freeze`; the time it did."""
+        self.proc.send_signal(signal.SIGCONT)
+        return time.time()
+
     def kill(self) -> None:
         """SIGKILL: no commit, no close, nothing sent to the broker."""
         if self.proc.poll() is None:
