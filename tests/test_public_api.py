@@ -73,8 +73,8 @@ def test_modules_that_moved_still_import_with_a_deprecation_warning() -> None:
     moved = {
         "static_consumer.audit": ("static_consumer.admin.audit", "audit_group"),
         "static_consumer.cli": ("static_consumer.admin.cli", "main"),
-        "static_consumer.bounce.metrics": ("static_consumer.demo.metrics", "rebalances"),
-        "static_consumer.bounce.runner": ("static_consumer.demo.runner", "run_mode"),
+        "static_consumer.bounce.metrics": ("static_consumer.demo.metrics", "differences"),
+        "static_consumer.bounce.runner": ("static_consumer.demo.runner", "run_demo"),
         "static_consumer.bounce.report": ("static_consumer.demo.report", "table"),
     }
     for old, (new, name) in moved.items():

@@ -24,6 +24,7 @@ from static_consumer import (
     exit_code_for,
 )
 from static_consumer.shutdown import BatchCommitter
+from static_consumer.testing.child_work import Workload
 
 Emit = Callable[..., None]
 
@@ -33,17 +34,31 @@ def _tps(partitions: tuple[TopicPartition, ...]) -> list[list[Any]]:
 
 
 class _Streamer(MembershipListener):
-    def __init__(self, emit: Emit) -> None:
+    """Streams membership events; ``generation`` is the group generation (classic) or member epoch."""
+
+    def __init__(self, emit: Emit, work: Workload | None) -> None:
         self.emit = emit
+        self.work = work
 
     def on_assigned(self, event: Assigned) -> None:
-        self.emit("assigned", partitions=_tps(event.partitions), member_id=event.member_id)
+        self.emit(
+            "assigned",
+            partitions=_tps(event.partitions),
+            member_id=event.member_id,
+            generation=event.generation,
+        )
+        if self.work is not None:
+            self.work.assigned((tp.topic, tp.partition) for tp in event.partitions)
 
     def on_revoked(self, event: Revoked) -> None:
-        self.emit("revoked", partitions=_tps(event.partitions))
+        self.emit("revoked", partitions=_tps(event.partitions), generation=event.generation)
+        if self.work is not None:
+            self.work.revoked((tp.topic, tp.partition) for tp in event.partitions)
 
     def on_lost(self, event: Lost) -> None:
-        self.emit("lost", partitions=_tps(event.partitions))
+        self.emit("lost", partitions=_tps(event.partitions), generation=event.generation)
+        if self.work is not None:
+            self.work.revoked((tp.topic, tp.partition) for tp in event.partitions)
 
     def on_fenced(self, event: Fenced) -> None:
         self.emit("fenced", error=event.error)
@@ -70,7 +85,8 @@ class _Streamer(MembershipListener):
 
 def run_static(spec: dict[str, Any], emit: Emit, should_stop: Callable[[], bool]) -> int:
     settings = ConsumerSettings(**spec["settings"])
-    listeners: list[MembershipListener] = [_Streamer(emit)]
+    work = Workload(spec["workload"], emit) if spec.get("workload") is not None else None
+    listeners: list[MembershipListener] = [_Streamer(emit, work)]
     if spec.get("event_log"):  # a JSONL membership event log at this path (appended to)
         from static_consumer.telemetry import EventLog
 
@@ -91,10 +107,16 @@ def run_static(spec: dict[str, Any], emit: Emit, should_stop: Callable[[], bool]
             not should_stop() and time.monotonic() < deadline and (max_records is None or seen < max_records)
         ):
             records = consumer.consume(int(spec.get("batch", 500)), 0.2)
+            if work is not None:
+                work.tick()
+                work.settle()
             if not records:
                 continue
             seen += len(records)
-            emit("records", records=[[r.topic, r.partition, r.offset] for r in records])
+            if work is not None:
+                work.process([(r.topic, r.partition, r.offset, r.timestamp_ms) for r in records])
+            else:
+                emit("records", records=[[r.topic, r.partition, r.offset] for r in records])
             time.sleep(float(spec.get("process_s", 0)))
             if spec.get("commit", True):
                 try:

@@ -98,6 +98,18 @@ class Group:
         self.members[name] = proc
         return proc
 
+    def spawn_held(self, name: str) -> ConsumerProcess:
+        """A process for member ``name`` that loads its interpreter now and starts only at :meth:`admit`."""
+        number = len(self.retired) + len(self.members) + 1
+        return self.start_process({**self.spec(name), "hold": True}, name=f"{name}#{number}")
+
+    def admit(self, name: str, proc: ConsumerProcess) -> ConsumerProcess:
+        """Start a :meth:`spawn_held` process as member ``name`` (whose previous process has stopped)."""
+        assert name not in self.members, f"{name} is still running"
+        proc.release()
+        self.members[name] = proc
+        return proc
+
     def stop(self, name: str) -> ConsumerProcess:
         """SIGTERM and wait: the member finishes its batch, commits and closes (no LeaveGroup)."""
         proc = self.members.pop(name)
@@ -111,6 +123,17 @@ class Group:
         proc = self.members.pop(name)
         self.stop_requested[id(proc)] = time.time()
         proc.kill()
+        self.retired.append(proc)
+        return proc
+
+    def retire(self, name: str, *, kill: bool = False) -> ConsumerProcess:
+        """Send SIGTERM (or SIGKILL) to member ``name`` and retire it without waiting for it to exit."""
+        proc = self.members.pop(name)
+        self.stop_requested[id(proc)] = time.time()
+        if kill:
+            proc.kill()
+        else:
+            proc.terminate()
         self.retired.append(proc)
         return proc
 
