@@ -227,6 +227,42 @@ def test_consumer_protocol_duplicate_is_refused_and_the_async_member_goes_on(
     print(f"consumer: duplicate refused, async member undisturbed; took {time.monotonic() - started:.1f}s")
 
 
+def test_consumer_protocol_newcomer_with_a_live_id_ends_its_task_with_fenced_instance_error(
+    factories: Factories,
+) -> None:
+    """KIP-848 keeps the id with the member already in the group: here the async consumer is the newcomer.
+    Refused (UNRELEASED_INSTANCE_ID), it watches the group; the holder's commits prove it alive, so the
+    awaiting task ends with FencedInstanceError (82) and the holder keeps its partitions."""
+    started = time.monotonic()
+    group = _group("consumer", factories)
+    holder = group.start("app-0")
+    holder.wait_for_kind("assigned", timeout_s=60)
+    owned = holder.assignment()
+
+    async def refused() -> tuple[BaseException | None, float]:
+        inc = Incarnation(group, "app-0", Counter())
+        began = time.monotonic()
+        task = inc.run()
+        sent = 0
+        while not task.done() and time.monotonic() - began < WAIT_S:  # traffic: the holder commits
+            await asyncio.to_thread(produce, group.bootstrap, group.topic, 20, start=sent)
+            sent += 20
+            await asyncio.sleep(0.5)
+        error = None
+        try:
+            await asyncio.wait_for(task, 5)
+        except FencedInstanceError as exc:
+            error = exc
+        assert inc.handled == 0, "the refused newcomer handled records"
+        return error, time.monotonic() - began
+
+    error, took = asyncio.run(asyncio.wait_for(refused(), 3 * WAIT_S))
+    assert isinstance(error, FencedInstanceError) and exit_code_for(error) == 82, error
+    assert holder.returncode is None, "the holder of the instance id keeps running"
+    assert holder.assignment() == owned and holder.events("revoked") == []
+    print(f"consumer: async newcomer fenced after {took:.1f}s; took {time.monotonic() - started:.1f}s")
+
+
 def test_the_asyncio_service_example_reports_health_and_stops_on_sigterm(factories: Factories) -> None:
     """examples/asyncio_service.py as a pod would run it: ready once in the group, every record handled
     and committed, SIGTERM -> exit 0 after closing."""
