@@ -1,79 +1,62 @@
-"""Consume throughput of StaticConsumer next to a raw confluent-kafka loop, in one run on one topic.
+"""Consume throughput of StaticConsumer next to the raw confluent-kafka loop a user would write, in one run.
 
-    python bench/bench_throughput.py [--records 1000000] [--repeats 5]
+    python bench/bench_throughput.py [--records 500000] [--rounds 5] [--sizes 100,1024,10240]
+                                     [--commits sync,async] [--bookkeeping] [--quick]
 
-Three loops read the same records from the beginning with their own group id, in batches of 500,
-committing after each batch (the at-least-once pattern), and touch every record's value: raw
-confluent-kafka, StaticConsumer.consume() (a Record per message) and StaticConsumer.consume_batch()
-(a RecordBatch whose columns are built when read). Passes alternate so machine noise hits all three.
-Each pass is timed from its first record to its last, in wall time (records/s) and in CPU time of this
-process (the Python loop plus librdkafka's threads; the broker runs elsewhere), which is steadier than
-wall time on a shared machine. Also measures restart-to-first-record latency of a static member: close,
-start a new process-equivalent consumer with the same instance id, time until its first record. Prints
-the numbers and the ratios to the raw loop (goal >= 0.97, on the median pass). Uses
-KAFKA_BOOTSTRAP_SERVERS or the embedded broker.
+The baseline is the idiomatic confluent-kafka loop: ``msgs = c.consume(500, 1.0)``, read every
+``m.value()``, then ``c.commit(asynchronous=False)`` (librdkafka's stored offsets, no Python
+bookkeeping). Against it, on the same topic and with the same batch size, each reading every value the
+way users write it (attribute access in a Python for-loop) and committing every batch:
+
+- ``StaticConsumer.consume``: ``for r in records: len(r.value)``, then ``commit(records)``;
+- ``StaticConsumer.consume_batch``: ``for r in batch: len(r.value)``, then ``commit(batch)``;
+- ``StaticConsumer.consume_batch, batch.values``: ``for v in batch.values: len(v)`` (the column API).
+
+``--bookkeeping`` adds a second, labelled baseline: the raw loop that tracks the last offset per
+partition in a dict and commits explicit offsets (what StaticConsumer's explicit commits correspond to).
+
+Each record size (100 B without headers; 1 KiB and 10 KiB with two headers, fewer records so each topic
+holds a few hundred MB) and each commit mode (synchronous, asynchronous) gets its own topic read by
+every loop, round after round: a warm-up round, then ``--rounds`` measured rounds with the loops in
+alternating order. A pass is timed from its first record to its last (wall time: records/s; CPU time of
+this process per record: the Python loop plus librdkafka's threads, the broker runs elsewhere), and its
+garbage collections are counted. The ratio of a loop is taken per round (its pass / the baseline pass
+of the same round) and reported as the median with the min and max over rounds; the goal is >= 0.97 on
+the median. Also measures a static member's restart-to-first-record latency (close, start a consumer with
+the same instance id in this process, time to its first record). The broker is KAFKA_BOOTSTRAP_SERVERS
+if set, else the embedded one (see docs/testing.md).
 """
 
 from __future__ import annotations
 
 import argparse
 import functools
-import operator
 import os
 import statistics
 import time
 import uuid
+from collections.abc import Callable
 
-from static_consumer import ConsumerSettings, RecordBatch, StaticConsumer
+from _bench import Pass, PassTimer, Rounds, machine, median_ratio, produce
+
+from static_consumer import ConsumerSettings, StaticConsumer
 from static_consumer.testing import create_topic, local_cluster
 from static_consumer.testing.kafka_ops import QUIET_LOGGER
 
 BATCH = 500
-# Judged on the median pass: a best-of-N ratio compares each loop's single luckiest pass, and on a shared
-# machine one lucky pass moves it by a few percent either way.
-GOAL = 0.97
-VALUE = operator.attrgetter("value")
 PARTITIONS = 6
-RAW = "raw confluent-kafka"
+GOAL = 0.97
+RAW = "raw confluent-kafka (idiomatic)"
+BOOKKEEPING = "raw confluent-kafka, offsets per partition in a dict"
+CONSUME = "StaticConsumer.consume"
+BATCH_RECORDS = "StaticConsumer.consume_batch"
+BATCH_VALUES = "StaticConsumer.consume_batch, batch.values"
+PASS_TIMEOUT_S = 600.0
 
 
-def produce_bulk(bootstrap: str, topic: str, count: int) -> None:
-    from confluent_kafka import Producer
-
-    producer = Producer(
-        {
-            "bootstrap.servers": bootstrap,
-            "linger.ms": 20,
-            "batch.size": 1_000_000,
-            "compression.type": "lz4",
-            "logger": QUIET_LOGGER,
-        }
-    )
-    value = b"x" * 100
-    for i in range(count):
-        while True:
-            try:
-                producer.produce(topic, key=str(i).encode(), value=value)
-                break
-            except BufferError:
-                producer.poll(0.05)
-        if i % 10000 == 0:
-            producer.poll(0)
-    if producer.flush(120):
-        raise RuntimeError("producer did not flush")
-
-
-Pass = tuple[float, float]  # records/s, CPU microseconds per record
-
-
-def _rates(seen: int, started: tuple[float, float] | None) -> Pass:
-    if started is None or not seen:
-        raise RuntimeError("no record arrived")
-    wall, cpu = time.monotonic() - started[0], time.process_time() - started[1]
-    return seen / wall, cpu / seen * 1e6
-
-
-def raw_pass(bootstrap: str, topic: str, count: int) -> Pass:
+def raw_pass(
+    bootstrap: str, topic: str, count: int, *, asynchronous: bool, bookkeeping: bool = False
+) -> Pass:
     from confluent_kafka import Consumer, TopicPartition
 
     consumer = Consumer(
@@ -86,29 +69,32 @@ def raw_pass(bootstrap: str, topic: str, count: int) -> Pass:
         }
     )
     consumer.subscribe([topic])
-    seen, size, started = 0, 0, None
-    deadline = time.monotonic() + 600
-    while seen < count and time.monotonic() < deadline:
-        msgs = consumer.consume(BATCH, 1.0)
-        if not msgs:
-            continue
-        started = started or (time.monotonic(), time.process_time())
-        last: dict[int, int] = {}
-        for m in msgs:
-            if m.error() is None:
-                size += len(m.value())
-                last[m.partition()] = m.offset()
-                seen += 1
-        consumer.commit(
-            offsets=[TopicPartition(topic, p, o + 1) for p, o in last.items()], asynchronous=False
-        )
-    rates = _rates(seen, started)
-    consumer.close()
-    return rates
+    timer, size = PassTimer(), 0
+    deadline = time.monotonic() + PASS_TIMEOUT_S
+    try:
+        while timer.seen < count and time.monotonic() < deadline:
+            msgs = consumer.consume(BATCH, 1.0)
+            if not msgs:
+                continue
+            timer.add(len(msgs))
+            if bookkeeping:
+                last: dict[int, int] = {}
+                for m in msgs:
+                    if m.error() is None:
+                        size += len(m.value())
+                        last[m.partition()] = m.offset()
+                offsets = [TopicPartition(topic, p, o + 1) for p, o in last.items()]
+                consumer.commit(offsets=offsets, asynchronous=asynchronous)
+            else:
+                for m in msgs:
+                    size += len(m.value())
+                consumer.commit(asynchronous=asynchronous)
+        return timer.result()
+    finally:
+        consumer.close()
 
 
-def wrapper_pass(bootstrap: str, topic: str, count: int, *, columns: bool = False) -> Pass:
-    """StaticConsumer.consume() and commit(records); with ``columns``, consume_batch() and commit(batch)."""
+def wrapper_pass(bootstrap: str, topic: str, count: int, *, asynchronous: bool, read: str) -> Pass:
     settings = ConsumerSettings(
         bootstrap_servers=bootstrap,
         group_id=f"wrap-{uuid.uuid4().hex[:8]}",
@@ -116,20 +102,31 @@ def wrapper_pass(bootstrap: str, topic: str, count: int, *, columns: bool = Fals
         instance_id="bench-0",
         session_timeout_ms=10000,
     )
-    seen, size, started = 0, 0, None
-    deadline = time.monotonic() + 600
+    timer, size = PassTimer(), 0
+    deadline = time.monotonic() + PASS_TIMEOUT_S
     with StaticConsumer(settings) as consumer:
-        while seen < count and time.monotonic() < deadline:
-            batch = consumer.consume_batch(BATCH, 1.0) if columns else consumer.consume(BATCH, 1.0)
+        while timer.seen < count and time.monotonic() < deadline:
+            if read == CONSUME:
+                records = consumer.consume(BATCH, 1.0)
+                if not records:
+                    continue
+                timer.add(len(records))
+                for r in records:
+                    size += len(r.value or b"")
+                consumer.commit(records, asynchronous=asynchronous)
+                continue
+            batch = consumer.consume_batch(BATCH, 1.0)
             if not len(batch):
                 continue
-            started = started or (time.monotonic(), time.process_time())
-            for value in batch.values if isinstance(batch, RecordBatch) else map(VALUE, batch):
-                size += len(value or b"")
-            seen += len(batch)
-            consumer.commit(batch)
-        rates = _rates(seen, started)
-    return rates
+            timer.add(len(batch))
+            if read == BATCH_VALUES:
+                for v in batch.values:
+                    size += len(v or b"")
+            else:
+                for r in batch:
+                    size += len(r.value or b"")
+            consumer.commit(batch, asynchronous=asynchronous)
+        return timer.result()
 
 
 def restart_latency(bootstrap: str, topic: str, rounds: int = 3) -> list[float]:
@@ -153,48 +150,66 @@ def restart_latency(bootstrap: str, topic: str, rounds: int = 3) -> list[float]:
     return samples[1:]  # the first start joins a new group; the rest are static restarts
 
 
+def records_for(size: int, records: int) -> int:
+    """Fewer records of the larger sizes, so each topic holds a few hundred MB."""
+    return records if size <= 100 else max(1000, records * 100 // min(size, 2500))
+
+
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--records", type=int, default=1_000_000)
-    parser.add_argument("--repeats", type=int, default=5)
+    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
+    parser.add_argument("--records", type=int, default=500_000, help="records of 100 B (fewer when larger)")
+    parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--sizes", default="100,1024,10240", help="value sizes in bytes")
+    parser.add_argument("--commits", default="sync,async")
+    parser.add_argument("--bookkeeping", action="store_true", help="add the raw loop with a dict of offsets")
+    parser.add_argument("--quick", action="store_true", help="a smoke run of seconds: 5,000 records, 1 round")
     args = parser.parse_args()
-    passes = {
-        RAW: raw_pass,
-        "StaticConsumer.consume_batch": functools.partial(wrapper_pass, columns=True),
-        "StaticConsumer.consume": wrapper_pass,
-    }
-    results: dict[str, list[Pass]] = {name: [] for name in passes}
+    if args.quick:
+        args.records, args.rounds, args.sizes, args.commits = 5000, 1, "100", "sync"
+        print("smoke run (--quick): checks the loops run; its numbers mean nothing")
+    sizes = [int(s) for s in args.sizes.split(",")]
+    commits = args.commits.split(",")
+    summary: list[str] = []
     with local_cluster(os.environ) as cluster:
         bootstrap = cluster.bootstrap_servers
-        topic = create_topic(bootstrap, f"bench-{uuid.uuid4().hex[:6]}", PARTITIONS)
-        t0 = time.monotonic()
-        produce_bulk(bootstrap, topic, args.records)
-        print(
-            f"Kafka {cluster.version} ({cluster.backend}); produced {args.records:,} records in "
-            f"{time.monotonic() - t0:.1f} s; {args.repeats} passes of each loop, alternating"
-        )
-        for repeat in range(args.repeats):
-            for name, run in passes.items():
-                results[name].append(run(bootstrap, topic, args.records))
-            print(f"  pass {repeat + 1}: " + ", ".join(f"{n} {r[-1][0]:,.0f}/s" for n, r in results.items()))
+        print(f"Kafka {cluster.version} ({cluster.backend}); {machine()}")
+        print(f"batches of {BATCH}, {PARTITIONS} partitions, a warm-up round then {args.rounds} rounds")
+        for size in sizes:
+            count = records_for(size, args.records)
+            headers = size > 100
+            topic = create_topic(bootstrap, f"bench-{size}-{uuid.uuid4().hex[:6]}", PARTITIONS)
+            took = produce(bootstrap, topic, count, size, headers=headers)
+            for commit in commits:
+                asynchronous = commit == "async"
+                described = f"{size:,} B{' with 2 headers' if headers else ''}"
+                what = f"{count:,} records of {described}, {commit} commits"
+                print(f"{what} (produced in {took:.1f} s):")
+                loops: dict[str, Callable[[], Pass]] = {
+                    RAW: functools.partial(raw_pass, bootstrap, topic, count, asynchronous=asynchronous)
+                }
+                if args.bookkeeping:
+                    loops[BOOKKEEPING] = functools.partial(
+                        raw_pass, bootstrap, topic, count, asynchronous=asynchronous, bookkeeping=True
+                    )
+                for read in (CONSUME, BATCH_RECORDS, BATCH_VALUES):
+                    loops[read] = functools.partial(
+                        wrapper_pass, bootstrap, topic, count, asynchronous=asynchronous, read=read
+                    )
+                rounds = Rounds(baseline=RAW)
+                rounds.run(loops, args.rounds, log=print)
+                table = rounds.table()
+                print("\n".join(table))
+                summary.append(what)
+                for name in loops:
+                    if name != RAW:
+                        ratio = median_ratio(rounds, name)
+                        verdict = "met" if ratio >= GOAL else "NOT met"
+                        summary.append(f"    {name}: {ratio:.3f} of raw (goal >= {GOAL}: {verdict})")
         latency = restart_latency(bootstrap, topic)
-    print(f"{'loop':<30} {'best rec/s':>11} {'median rec/s':>13} {'CPU us/rec':>11}  passes (rec/s)")
-    summary: dict[str, tuple[float, float, float]] = {}
-    for name, got in results.items():
-        rates, cpus = [r for r, _ in got], [c for _, c in got]
-        summary[name] = (max(rates), statistics.median(rates), statistics.median(cpus))
-        best, median, cpu = summary[name]
-        passes_text = ", ".join(f"{r:,.0f}" for r in rates)
-        print(f"{name:<30} {best:>11,.0f} {median:>13,.0f} {cpu:>11.2f}  {passes_text}")
-    raw = summary.pop(RAW)
-    for name, (best, median, cpu) in summary.items():
-        verdict = "met" if median / raw[1] >= GOAL else "NOT met"
-        print(
-            f"{name} / raw: {best / raw[0]:.3f} best, {median / raw[1]:.3f} median; "
-            f"CPU per record x{cpu / raw[2]:.2f} (goal >= {GOAL} on the median: {verdict})"
-        )
+    print("Median per-round ratio to the idiomatic raw loop:")
+    print("\n".join(summary))
     print(
-        f"static restart -> first record: median {statistics.median(latency):.2f} s "
+        f"static restart -> first record (in process): median {statistics.median(latency):.2f} s "
         f"(samples: {', '.join(f'{s:.2f}' for s in latency)})"
     )
 

@@ -12,7 +12,8 @@ On SIGTERM the current batch is finished and committed and the consumer closes *
 so the replacement pod (same name, same instance id) takes the same partitions back without a
 rebalance, if it is back within the session timeout. Exit codes: 0 after SIGTERM, 82 when fenced
 (another process holds this instance id: do not fight it), 78 bad settings, 69 the brokers cannot do
-static membership, 75 brokers unreachable, 70 anything else.
+static membership, 75 temporary (brokers unreachable; under protocol='consumer' also an instance id
+still held after the group's session, see docs/errors.md), 70 anything else.
 """
 
 from __future__ import annotations

@@ -4,12 +4,11 @@ from __future__ import annotations
 
 import threading
 import time
-import uuid
 from typing import Any
 
 from static_consumer.testing import describe_group
 from static_consumer.testing.group import Group
-from static_consumer.testing.kafka_ops import QUIET_LOGGER, metadata
+from static_consumer.testing.kafka_ops import QUIET_LOGGER, high_watermarks, metadata
 from static_consumer.testing.processes import wait_until
 
 
@@ -79,21 +78,6 @@ class SteadyProducer:
             f"errors {self.errors[:3]}"
         )
         return self.acked
-
-
-def high_watermarks(bootstrap: str, topic: str, partitions: int) -> dict[int, int]:
-    from confluent_kafka import Consumer, TopicPartition
-
-    consumer = Consumer(
-        {"bootstrap.servers": bootstrap, "group.id": f"hw-{uuid.uuid4().hex[:8]}", "logger": QUIET_LOGGER}
-    )
-    try:
-        return {
-            p: consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=10)[1]
-            for p in range(partitions)
-        }
-    finally:
-        consumer.close()
 
 
 def wait_all_consumed(group: Group, timeout_s: float = 120.0) -> set[tuple[str, int, int]]:

@@ -22,30 +22,10 @@ from static_consumer.testing.specs import confluent_spec, static_spec
 
 HARNESS_MIN_SESSION_MS = 1000  # the harness broker's group.min.session.timeout.ms (Kafka's default: 6000)
 BROKER_DEFAULT_CONSUMER_SESSION_MS = 45000  # group.consumer.session.timeout.ms, not changed by the harness
-# COORDINATOR_LOAD_IN_PROGRESS, COORDINATOR_NOT_AVAILABLE, NOT_COORDINATOR
-COORDINATOR_NOT_READY = frozenset({14, 15, 16})
-
-
-def _members(bootstrap: str, group: str) -> list[Any]:
-    """describe_group's members, retrying while the group coordinator is still being set up (a fresh
-    broker creates __consumer_offsets on the first FindCoordinator and answers NOT_COORDINATOR meanwhile)."""
-    from confluent_kafka import KafkaException
-
-    deadline = time.monotonic() + 30
-    while True:
-        try:
-            return list(describe_group(bootstrap, group).members)
-        except KafkaException as exc:
-            if exc.args[0].code() not in COORDINATOR_NOT_READY or time.monotonic() > deadline:
-                raise
-            time.sleep(0.5)
 
 
 def _spec(protocol: str, bootstrap: str, group: str, topic: str, **settings: Any) -> dict[str, Any]:
     spec = static_spec(bootstrap, group, [topic], None, env={"POD_NAME": "orders-0"}, protocol=protocol)
-    if protocol == "consumer":  # broker-side under KIP-848
-        for key in ("session_timeout_ms", "heartbeat_interval_ms"):
-            spec["settings"].pop(key)
     spec["settings"].update(settings)
     return spec
 
@@ -79,7 +59,7 @@ def test_static_policy_decides_whether_the_member_has_an_instance_id(
 def _assert_refused_before_joining(proc: ConsumerProcess, bootstrap: str, group: str, bounds: str) -> None:
     """Exit 69 with SessionTimeoutOutOfBoundsError naming the broker's bounds; never a member in the group."""
     while proc.returncode is None:
-        assert _members(bootstrap, group) == []
+        assert list(describe_group(bootstrap, group).members) == []
         time.sleep(0.2)
     assert proc.wait(timeout_s=5) == 69, proc.stderr_tail()
     error = proc.wait_for_kind("error", timeout_s=1)
@@ -88,7 +68,7 @@ def _assert_refused_before_joining(proc: ConsumerProcess, bootstrap: str, group:
     # start() raised before the client existed: no "ready", and librdkafka never sent a JoinGroup.
     assert [e["kind"] for e in proc.events()] == ["error", "exit"]
     assert "INVALID_SESSION_TIMEOUT" not in proc.stderr_tail(200)
-    assert _members(bootstrap, group) == []
+    assert list(describe_group(bootstrap, group).members) == []
 
 
 def test_session_timeout_below_the_broker_minimum_fails_before_joining(
@@ -192,18 +172,25 @@ def test_probe_prefers_a_kip848_group_session_timeout_override(
     kafka_bootstrap_servers: str, kafka_group_id_factory: Callable[..., str]
 ) -> None:
     """A group-level consumer.session.timeout.ms decides how long a crashed member's id stays held, so
-    the gate and the UNRELEASED_INSTANCE_ID retry budget must use it rather than the broker-wide value."""
+    the gate and the wait for a held instance id must use it rather than the broker-wide value (the
+    heartbeat interval likewise); the broker's maximum bounds both."""
     from static_consumer._probe import probe
     from static_consumer.testing.kafka_ops import set_group_config
 
     overridden, plain = kafka_group_id_factory("override"), kafka_group_id_factory("plain")
-    set_group_config(kafka_bootstrap_servers, overridden, {"consumer.session.timeout.ms": "25000"})
+    set_group_config(
+        kafka_bootstrap_servers,
+        overridden,
+        {"consumer.session.timeout.ms": "25000", "consumer.heartbeat.interval.ms": "1500"},
+    )
 
     def settings(group: str) -> ConsumerSettings:
         return ConsumerSettings(
             bootstrap_servers=kafka_bootstrap_servers, group_id=group, topics=("t",), protocol="consumer"
         )
 
-    broker_wide = probe(settings(plain)).consumer_session_timeout_ms
-    assert probe(settings(overridden)).consumer_session_timeout_ms == 25000
-    assert broker_wide is not None and broker_wide != 25000
+    broker, group = probe(settings(plain)), probe(settings(overridden))
+    assert (group.consumer_session_timeout_ms, group.consumer_heartbeat_interval_ms) == (25000, 1500)
+    # The harness broker keeps Kafka's defaults for these: 45 s session (max 60 s), 5 s heartbeat.
+    assert (broker.consumer_session_timeout_ms, broker.consumer_heartbeat_interval_ms) == (45000, 5000)
+    assert broker.consumer_max_session_timeout_ms == group.consumer_max_session_timeout_ms == 60000

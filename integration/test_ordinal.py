@@ -52,9 +52,6 @@ class Pods:
             protocol=self.protocol,
             **self.settings,
         )
-        if self.protocol == "consumer":  # not settable under KIP-848 (and irrelevant without a join)
-            for key in ("session_timeout_ms", "heartbeat_interval_ms"):
-                spec["settings"].pop(key)
         proc = self.start_process(spec, name=f"{pod}#{len(self.retired) + 1}")
         self.running[pod] = proc
         proc.wait_for_kind("assigned", timeout_s=60)

@@ -15,7 +15,7 @@ from collections.abc import Callable
 from confluent_kafka import Producer
 
 from static_consumer import ConsumerSettings, Record, RecordBatch, StaticConsumer, TopicPartition
-from static_consumer._adapter import ConfluentAdapter
+from static_consumer._core.confluent import ConfluentAdapter
 from static_consumer.testing import committed_offsets
 from static_consumer.testing.kafka_ops import QUIET_LOGGER
 

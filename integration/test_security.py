@@ -58,7 +58,7 @@ def sasl_flags(cluster: JvmKafkaCluster, mechanism: str, user: str = "alice") ->
 def settings_for(cluster: JvmKafkaCluster, group: str, mechanism: str, **fields: Any) -> ConsumerSettings:
     assert cluster.sasl is not None
     base = cluster.sasl.settings_fields(cluster.sasl_bootstrap_servers, "alice", mechanism)
-    return ConsumerSettings(group_id=group, connect_timeout_s=CONNECT_TIMEOUT_S, **{**base, **fields})
+    return ConsumerSettings(**{"group_id": group, "connect_timeout_s": CONNECT_TIMEOUT_S, **base, **fields})
 
 
 def assert_no_secret(secrets: list[str], *texts: str) -> None:
@@ -189,7 +189,8 @@ def test_a_wrong_password_is_an_authentication_error_within_the_bound(
 
     error: StaticConsumerError = info.value
     print(f"{mechanism}: wrong password -> {type(error).__name__} after {elapsed:.2f} s")
-    # kafka-python's bootstrap times out, then one librdkafka login round trip names the refusal.
+    # One librdkafka login round trip names the refusal (before issue 16: kafka-python's bootstrap
+    # timed out first).
     assert elapsed < 2 * CONNECT_TIMEOUT_S + 2
     assert isinstance(error, ConfigurationError) and not error.retriable and error.exit_code == 78
     assert "'alice'" in str(error) and mechanism in str(error) and "sasl_password" in str(error)
@@ -197,6 +198,30 @@ def test_a_wrong_password_is_an_authentication_error_within_the_bound(
     assert_no_secret(
         [wrong], str(error), repr(error), formatted, repr(settings), everything_logged(debug_logs)
     )
+
+
+def test_the_first_refusal_ends_a_start_with_the_default_connect_timeout(
+    kafka_sasl_cluster: JvmKafkaCluster, kafka_group_id_factory: Callable[..., str]
+) -> None:
+    # Issue 16: with connect_timeout_s at its default (30 s) a wrong SCRAM password took about 31 s,
+    # kafka-python waiting out its bootstrap because it drops the broker's refusal.
+    settings = settings_for(
+        kafka_sasl_cluster,
+        kafka_group_id_factory(),
+        "SCRAM-SHA-256",
+        topics=["t"],
+        instance_id="sasl-0",
+        sasl_password=f"wrong-{uuid.uuid4().hex}",
+        connect_timeout_s=30.0,
+    )
+
+    began = time.monotonic()
+    with pytest.raises(AuthenticationError):
+        StaticConsumer(settings, env={}).start()
+    elapsed = time.monotonic() - began
+
+    print(f"wrong password with connect_timeout_s=30 -> AuthenticationError after {elapsed:.2f} s")
+    assert elapsed < settings.connect_timeout_s / 2  # seconds, not the connect timeout (shared machine)
 
 
 def test_the_cli_reports_a_wrong_password_as_a_configuration_error(

@@ -20,26 +20,6 @@ MEMBERS = ("app-0", "app-1", "app-2")
 ROUNDS = 3
 
 
-def _group(
-    protocol: str,
-    static: bool,
-    bootstrap: str,
-    topic_factory: Callable[..., str],
-    group_factory: Callable[..., str],
-    start: Callable[..., ConsumerProcess],
-) -> Group:
-    topic = topic_factory(PARTITIONS)
-    return Group(start, bootstrap, group_factory(), topic, PARTITIONS, protocol=protocol, static=static)
-
-
-def _form(group: Group) -> dict[str, set[tuple[str, int]]]:
-    # The first member to join leads the group (classic protocol): start it alone first.
-    group.start(MEMBERS[0]).wait_for_kind("assigned", timeout_s=60)
-    for name in MEMBERS[1:]:
-        group.start(name)
-    return group.wait_stable()
-
-
 @pytest.mark.parametrize("protocol", ["classic", "consumer"])
 def test_rolling_bounce_of_static_members_revokes_nothing_and_loses_nothing(
     protocol: str,
@@ -48,15 +28,16 @@ def test_rolling_bounce_of_static_members_revokes_nothing_and_loses_nothing(
     kafka_group_id_factory: Callable[..., str],
     kafka_consumer_process_factory: Callable[..., ConsumerProcess],
 ) -> None:
-    group = _group(
-        protocol,
-        True,
+    group = Group.new(
+        kafka_consumer_process_factory,
         kafka_bootstrap_servers,
         kafka_topic_factory,
         kafka_group_id_factory,
-        kafka_consumer_process_factory,
+        PARTITIONS,
+        protocol=protocol,
+        static=True,
     )
-    initial = _form(group)
+    initial = group.form(MEMBERS)
     stable_since = time.time()
     produced = produce(kafka_bootstrap_servers, group.topic, 2000)
 
@@ -92,15 +73,16 @@ def test_rolling_bounce_of_dynamic_members_revokes_partitions(
     kafka_consumer_process_factory: Callable[..., ConsumerProcess],
 ) -> None:
     """The control: the same bounce with plain dynamic members makes the live members give up partitions."""
-    group = _group(
-        "classic",
-        False,
+    group = Group.new(
+        kafka_consumer_process_factory,
         kafka_bootstrap_servers,
         kafka_topic_factory,
         kafka_group_id_factory,
-        kafka_consumer_process_factory,
+        PARTITIONS,
+        protocol="classic",
+        static=False,
     )
-    _form(group)
+    group.form(MEMBERS)
     stable_since = time.time()
     produced = produce(kafka_bootstrap_servers, group.topic, 2000)
     for name in MEMBERS:

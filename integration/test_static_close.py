@@ -21,7 +21,6 @@ import pytest
 from static_consumer.testing import describe_group
 from static_consumer.testing.group import CONSUMER_PROTOCOL_SESSION_MS, Group
 from static_consumer.testing.processes import ConsumerProcess, wait_until
-from static_consumer.testing.specs import static_spec
 
 PARTITIONS = 4
 CLASSIC_SESSION_MS = 10000  # static_spec's default
@@ -29,31 +28,9 @@ SESSION_S = {"classic": CLASSIC_SESSION_MS / 1000, "consumer": CONSUMER_PROTOCOL
 EXPIRY_SLACK_S = 30  # the coordinator checks expiry on its own timer; only an upper bound for the wait
 
 
-def _group(
-    protocol: str,
-    leaving: str | None,
-    bootstrap: str,
-    topic_factory: Callable[..., str],
-    group_factory: Callable[..., str],
-    start: Callable[..., ConsumerProcess],
-) -> Group:
-    """Members app-0 and app-1; ``leaving`` calls leave_group() instead of close() on SIGTERM."""
-    group_id, topic = group_factory(), topic_factory(PARTITIONS)
-
-    def spec(name: str) -> dict[str, Any]:
-        settings: dict[str, Any] = {"protocol": protocol}
-        out = static_spec(bootstrap, group_id, [topic], name, **settings)
-        if protocol == "consumer":  # broker-side under KIP-848 (Group sets the per-group timeout)
-            for key in ("session_timeout_ms", "heartbeat_interval_ms"):
-                out["settings"].pop(key)
-        out["leave_on_exit"] = name == leaving
-        return out
-
-    group = Group(start, bootstrap, group_id, topic, PARTITIONS, protocol=protocol, spec_factory=spec)
-    group.start("app-0").wait_for_kind("assigned", timeout_s=60)
-    group.start("app-1")
-    group.wait_stable()
-    return group
+def _leaving(name: str | None) -> Callable[[str], dict[str, Any]]:
+    """Members app-0 and app-1; ``name`` calls leave_group() instead of close() on SIGTERM."""
+    return lambda member: {"leave_on_exit": member == name}
 
 
 def _instance_ids(group: Group) -> list[str]:
@@ -72,14 +49,16 @@ def test_close_keeps_the_static_member_until_the_session_timeout(
     kafka_group_id_factory: Callable[..., str],
     kafka_consumer_process_factory: Callable[..., ConsumerProcess],
 ) -> None:
-    group = _group(
-        protocol,
-        None,
+    group = Group.new(
+        kafka_consumer_process_factory,
         kafka_bootstrap_servers,
         kafka_topic_factory,
         kafka_group_id_factory,
-        kafka_consumer_process_factory,
+        PARTITIONS,
+        protocol=protocol,
+        spec_extra=_leaving(None),
     )
+    group.form(("app-0", "app-1"))
     stable_since = time.time()
     survivor_before = group.owned()["app-0"]
 
@@ -115,14 +94,16 @@ def test_leave_group_removes_the_static_member_at_once(
     kafka_group_id_factory: Callable[..., str],
     kafka_consumer_process_factory: Callable[..., ConsumerProcess],
 ) -> None:
-    group = _group(
-        protocol,
-        "app-1",
+    group = Group.new(
+        kafka_consumer_process_factory,
         kafka_bootstrap_servers,
         kafka_topic_factory,
         kafka_group_id_factory,
-        kafka_consumer_process_factory,
+        PARTITIONS,
+        protocol=protocol,
+        spec_extra=_leaving("app-1"),
     )
+    group.form(("app-0", "app-1"))
     left = group.stop("app-1")  # SIGTERM -> commit -> leave_group(); asserts exit code 0
     assert left.wait_for_kind("closed", timeout_s=1)["left_group"] is True
     exited_at = left.wait_for_kind("exit", timeout_s=1)["ts"]

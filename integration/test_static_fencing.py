@@ -1,16 +1,19 @@
-"""Two processes with the same group.instance.id on a real broker (issue 3, scenario d).
+"""Two processes with the same group.instance.id on a real broker (issue 3, scenario d; issue 15).
 
 Classic protocol: the *newest* joiner wins. The coordinator hands the instance id to the new member and
 answers the old one with FENCED_INSTANCE_ID (82); StaticConsumer raises FencedInstanceError, commits
 nothing more and the process exits 82. It must not rejoin: it would fence the other one in turn.
 
 Consumer protocol (KIP-848): the *oldest* member wins. While the instance id is held by a live member, a
-joiner gets UNRELEASED_INSTANCE_ID (111); StaticConsumer retries with a new client until the broker's
-session timeout (plus a margin) has passed, then raises UnreleasedInstanceIdError and exits 75. The member
-already in the group is never disturbed.
+joiner gets UNRELEASED_INSTANCE_ID (111) and StaticConsumer watches the group: when the holder's committed
+offsets advance, the holder is proven alive and the newcomer raises FencedInstanceError and exits 82 in
+seconds; a holder that commits nothing is judged by time (still listed a session + release_margin_s
+after it was first seen: UnreleasedInstanceIdError, exit 75). The member already in the group is never
+disturbed.
 
-Records are produced continuously while both processes run, so the fenced one would have something to
-commit after the fence if it were going to.
+Records are produced continuously while both processes run (except in the idle case), so the fenced one
+would have something to commit after the fence if it were going to. Every test runs on the shared
+broker; KIP-848 groups get a 10 s session and 0.5 s heartbeats as group overrides.
 """
 
 from __future__ import annotations
@@ -24,34 +27,16 @@ from typing import Any
 import pytest
 
 from static_consumer.testing import describe_group
-from static_consumer.testing.jvm import JvmKafkaCluster
+from static_consumer.testing.group import CONSUMER_PROTOCOL_SESSION_MS, shorten_consumer_session
 from static_consumer.testing.kafka_ops import QUIET_LOGGER
 from static_consumer.testing.processes import ConsumerProcess, Event, wait_until
 from static_consumer.testing.specs import static_spec
 
 PARTITIONS = 4
+BATCH = 50
 FENCE_BOUND_S = 10.0  # issue 3: the fenced process exits within 10 s
-CONSUMER_SESSION_MS = 8000
-# StaticConsumer bounds its UNRELEASED_INSTANCE_ID retries by the broker's group.consumer.session.timeout.ms
-# as read by the capability probe (broker configs; a per-group override is not visible to it), plus a
-# margin. So the consumer-protocol tests run on their own broker whose *broker-wide* session timeout is
-# short, instead of a per-group override on the shared broker (whose 45 s default would bound the retry).
-CONSUMER_BROKER_CONFIG = {
-    "group.consumer.session.timeout.ms": str(CONSUMER_SESSION_MS),
-    "group.consumer.heartbeat.interval.ms": "1000",
-}
-
-
-@pytest.fixture
-def bootstrap(
-    request: pytest.FixtureRequest,
-    kafka_bootstrap_servers: str,
-    kafka_jvm_cluster_factory: Callable[..., JvmKafkaCluster],
-) -> str:
-    if request.param == "classic":
-        return kafka_bootstrap_servers
-    cluster = kafka_jvm_cluster_factory(1, extra_config=CONSUMER_BROKER_CONFIG)
-    return cluster.bootstrap_servers
+SESSION_S = CONSUMER_PROTOCOL_SESSION_MS / 1000
+BROKER_SESSION_S = 45.0  # the shared broker's group.consumer.session.timeout.ms (Kafka's default)
 
 
 @contextmanager
@@ -88,11 +73,10 @@ def producing(bootstrap: str, topic: str, per_tick: int = 20, tick_s: float = 0.
 
 
 def _spec(protocol: str, bootstrap: str, group: str, topic: str) -> dict[str, Any]:
+    if protocol == "consumer":
+        shorten_consumer_session(bootstrap, group)
     spec = static_spec(bootstrap, group, [topic], "app-0", protocol=protocol)
-    spec["batch"] = 50  # small batches: many commits, so a commit after the fence would show
-    if protocol == "consumer":  # broker-side under KIP-848
-        for key in ("session_timeout_ms", "heartbeat_interval_ms"):
-            spec["settings"].pop(key)
+    spec["batch"] = BATCH  # small batches: many commits, so a commit after the fence would show
     return spec
 
 
@@ -116,6 +100,19 @@ def _assert_fenced_cleanly(proc: ConsumerProcess, since: float, since_what: str)
     assert proc.events("closed")[-1]["left_group"] is False  # the id belongs to the other process now
 
 
+def _print_overlap(original: ConsumerProcess, duplicate: ConsumerProcess, fenced_at: float) -> None:
+    """Classic fencing overlap (issue 22): what the original still handed out once the duplicate owned
+    the partitions. No stall guard can see it (no pause): it ends at the original's next commit or
+    heartbeat, which the broker refuses. At most one batch; its commit is refused (exit 82, checked)."""
+    assigned_at = next(e["ts"] for e in duplicate.events("assigned") if e["partitions"])
+    overlap = sum(len(e["records"]) for e in original.events("records") if e["ts"] > assigned_at)
+    print(
+        f"classic fencing overlap: the original handed out {overlap} records after the duplicate was "
+        f"assigned; fenced {(fenced_at - assigned_at) * 1000:.0f} ms after that assignment"
+    )
+    assert overlap <= BATCH
+
+
 def _sole_member(bootstrap: str, group: str) -> tuple[str, str]:
     members = describe_group(bootstrap, group).members
     assert len(members) == 1, [(m.group_instance_id, m.member_id) for m in members]
@@ -137,14 +134,23 @@ def _last_assigned(proc: ConsumerProcess) -> Event:
     return proc.events("assigned")[-1]
 
 
-@pytest.mark.parametrize("bootstrap", ["classic"], indirect=True)
+def _assert_untouched(original: ConsumerProcess, member: tuple[str, str], topic: str, since: float) -> None:
+    """The member already in the group never noticed: same member, every partition, no revocation."""
+    settings = original.spec["settings"]
+    assert _sole_member(settings["bootstrap_servers"], settings["group_id"]) == member
+    assert _owns_all(original, topic)
+    assert not [e for e in original.events() if e["kind"] in ("revoked", "lost") and e["ts"] >= since]
+    assert original.returncode is None, original.stderr_tail()
+
+
 def test_classic_duplicate_of_a_stable_member_fences_the_original(
-    bootstrap: str,
+    kafka_bootstrap_servers: str,
     kafka_topic_factory: Callable[..., str],
     kafka_group_id_factory: Callable[..., str],
     kafka_consumer_process_factory: Callable[..., ConsumerProcess],
 ) -> None:
-    topic, group = kafka_topic_factory(PARTITIONS, bootstrap=bootstrap), kafka_group_id_factory()
+    bootstrap = kafka_bootstrap_servers
+    topic, group = kafka_topic_factory(PARTITIONS), kafka_group_id_factory()
     spec = _spec("classic", bootstrap, group, topic)
     original = kafka_consumer_process_factory(spec, name="original")
     wait_until(lambda: _owns_all(original, topic), 60, "the original owning every partition")
@@ -155,6 +161,7 @@ def test_classic_duplicate_of_a_stable_member_fences_the_original(
         _assert_fenced_cleanly(original, started, "the duplicate process was started")
         wait_until(lambda: _owns_all(duplicate, topic), 30, "the duplicate owning every partition")
         fenced_at = original.wait_for_kind("fenced", timeout_s=1)["ts"]
+        _print_overlap(original, duplicate, fenced_at)
         # The winner keeps consuming and committing after the fence.
         duplicate.wait_for(
             lambda e: e["kind"] == "committed" and e["ts"] > fenced_at, 30, "a commit after the fence"
@@ -164,14 +171,14 @@ def test_classic_duplicate_of_a_stable_member_fences_the_original(
     _consumed_everything([original, duplicate], acked[0])  # at-least-once across the fence
 
 
-@pytest.mark.parametrize("bootstrap", ["consumer"], indirect=True)
-def test_consumer_protocol_rejects_the_duplicate_and_keeps_the_original(
-    bootstrap: str,
+def test_consumer_protocol_fences_a_duplicate_of_a_committing_member_and_keeps_the_original(
+    kafka_bootstrap_servers: str,
     kafka_topic_factory: Callable[..., str],
     kafka_group_id_factory: Callable[..., str],
     kafka_consumer_process_factory: Callable[..., ConsumerProcess],
 ) -> None:
-    topic, group = kafka_topic_factory(PARTITIONS, bootstrap=bootstrap), kafka_group_id_factory()
+    bootstrap = kafka_bootstrap_servers
+    topic, group = kafka_topic_factory(PARTITIONS), kafka_group_id_factory()
     spec = _spec("consumer", bootstrap, group, topic)
     original = kafka_consumer_process_factory(spec, name="original")
     wait_until(lambda: _owns_all(original, topic), 60, "the original owning every partition")
@@ -180,52 +187,70 @@ def test_consumer_protocol_rejects_the_duplicate_and_keeps_the_original(
         original.wait_for_kind("committed", timeout_s=30)
         stable_since = time.time()
         duplicate = kafka_consumer_process_factory(spec, name="duplicate")
-        ready_at = duplicate.wait_for_kind("ready", timeout_s=30)["ts"]
-        code = duplicate.wait(timeout_s=CONSUMER_SESSION_MS / 1000 + 60)
-        error = duplicate.wait_for_kind("error", timeout_s=1)
-        assert (code, error["kind_of"], error["exit_code"]) == (75, "UnreleasedInstanceIdError", 75)
-        exited_at = duplicate.wait_for_kind("exit", timeout_s=1)["ts"]
-        print(f"duplicate gave up {exited_at - ready_at:.1f} s after it started joining")
-        # It retried (rather than failing at once) for about the session timeout; generous lower bound.
-        assert exited_at - ready_at >= CONSUMER_SESSION_MS / 1000 / 2
+        # Refused, then proven a duplicate by the original's commits: exit 82 long before the session
+        # (10 s) could have said anything, and without ever being assigned.
+        _assert_fenced_cleanly(duplicate, stable_since, "it was started")
         assert duplicate.events("assigned") == [] and duplicate.records() == []
+        exited_at = duplicate.wait_for_kind("exit", timeout_s=1)["ts"]
         original.wait_for(
             lambda e: e["kind"] == "committed" and e["ts"] > exited_at, 30, "a commit after the rejection"
         )
-    # The original never noticed: same member, all partitions, no revocation, still running.
-    assert _sole_member(bootstrap, group) == member
-    assert _owns_all(original, topic)
-    assert not [e for e in original.events() if e["kind"] in ("revoked", "lost") and e["ts"] >= stable_since]
-    assert original.returncode is None, original.stderr_tail()
+    _assert_untouched(original, member, topic, stable_since)
     _consumed_everything([original], acked[0])
 
 
-@pytest.mark.parametrize("bootstrap", ["classic", "consumer"], indirect=True)
-def test_two_processes_started_together_leave_exactly_one_member(
-    bootstrap: str,
-    request: pytest.FixtureRequest,
+def test_consumer_protocol_refuses_a_duplicate_of_an_idle_member_after_the_group_session(
+    kafka_bootstrap_servers: str,
     kafka_topic_factory: Callable[..., str],
     kafka_group_id_factory: Callable[..., str],
     kafka_consumer_process_factory: Callable[..., ConsumerProcess],
 ) -> None:
-    protocol = request.node.callspec.params["bootstrap"]
-    topic, group = kafka_topic_factory(PARTITIONS, bootstrap=bootstrap), kafka_group_id_factory()
+    # Nothing is produced, so the original commits nothing and only time tells it is alive: still listed
+    # a session + release_margin_s after the duplicate first saw it.
+    bootstrap = kafka_bootstrap_servers
+    topic, group = kafka_topic_factory(PARTITIONS), kafka_group_id_factory()
+    spec = _spec("consumer", bootstrap, group, topic)
+    original = kafka_consumer_process_factory(spec, name="original")
+    wait_until(lambda: _owns_all(original, topic), 60, "the original owning every partition")
+    member = _sole_member(bootstrap, group)
+    stable_since = time.time()
+    duplicate = kafka_consumer_process_factory(spec, name="duplicate")
+    ready_at = duplicate.wait_for_kind("ready", timeout_s=30)["ts"]
+    code = duplicate.wait(timeout_s=BROKER_SESSION_S + 60)
+    error = duplicate.wait_for_kind("error", timeout_s=1)
+    assert (code, error["kind_of"], error["exit_code"]) == (75, "UnreleasedInstanceIdError", 75)
+    assert "release_margin_s" in error["reason"] and member[1] in error["reason"]  # names the holder
+    exited_at = duplicate.wait_for_kind("exit", timeout_s=1)["ts"]
+    print(f"idle duplicate gave up {exited_at - ready_at:.1f} s after it started joining")
+    # Not before the group's session could have expired the holder; and on the group's session, not on
+    # the broker's 45 s: the wait read the group override.
+    assert SESSION_S <= exited_at - ready_at < BROKER_SESSION_S
+    assert duplicate.events("assigned") == [] and duplicate.events("fenced") == []
+    _assert_untouched(original, member, topic, stable_since)
+
+
+@pytest.mark.parametrize("protocol", ["classic", "consumer"])
+def test_two_processes_started_together_leave_exactly_one_member(
+    protocol: str,
+    kafka_bootstrap_servers: str,
+    kafka_topic_factory: Callable[..., str],
+    kafka_group_id_factory: Callable[..., str],
+    kafka_consumer_process_factory: Callable[..., ConsumerProcess],
+) -> None:
+    bootstrap = kafka_bootstrap_servers
+    topic, group = kafka_topic_factory(PARTITIONS), kafka_group_id_factory()
     spec = _spec(protocol, bootstrap, group, topic)
     with producing(bootstrap, topic) as acked:
         procs = [kafka_consumer_process_factory(spec, name=f"twin-{i}") for i in (1, 2)]
-        bound = 60 if protocol == "classic" else CONSUMER_SESSION_MS / 1000 + 60
-        wait_until(lambda: any(p.returncode is not None for p in procs), bound, "one twin to exit")
+        wait_until(lambda: any(p.returncode is not None for p in procs), 60, "one twin to exit")
         loser = next(p for p in procs if p.returncode is not None)
         winner = next(p for p in procs if p is not loser)
-        if protocol == "classic":
-            # Whichever joined first is replaced by the second. Both start at once, so the bound runs
-            # from the later of the two start-ups.
-            joined = max(p.wait_for_kind("ready", timeout_s=1)["ts"] for p in procs)
-            _assert_fenced_cleanly(loser, joined, "both twins were up")
-        else:
-            # The first to join keeps the id; the other is refused until it gives up.
-            code, error = loser.wait(timeout_s=5), loser.wait_for_kind("error", timeout_s=1)
-            assert (code, error["kind_of"]) == (75, "UnreleasedInstanceIdError"), loser.stderr_tail()
+        # Classic: whichever joined first is replaced by the second. Consumer protocol: the first to join
+        # keeps the id and the other, refused, is fenced by the winner's commits. Both start at once, so
+        # the bound runs from the later of the two start-ups.
+        joined = max(p.wait_for_kind("ready", timeout_s=1)["ts"] for p in procs)
+        _assert_fenced_cleanly(loser, joined, "both twins were up")
+        if protocol == "consumer":
             assert loser.events("assigned") == [] and loser.records() == []
         wait_until(lambda: _owns_all(winner, topic), 30, "the winner owning every partition")
         winner.wait_for(

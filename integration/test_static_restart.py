@@ -4,9 +4,12 @@ Classic protocol: a static member killed without any goodbye and restarted withi
 gets the same partitions back and nobody else notices; restarted after the timeout, the broker has
 rebalanced, and nothing is lost either way (at-least-once: uncommitted records are delivered again).
 
-KIP-848 consumer protocol: a member that did not leave cleanly still holds its instance id until the
-broker-side session timeout expires, so the restart waits (UNRELEASED_INSTANCE_ID, retried by
-StaticConsumer) and the group rebalances when the old member expires. Nothing is lost either.
+KIP-848 consumer protocol: a member that did not leave cleanly still holds its instance id until its
+session (here the group's 10 s override) expires, so the restart is refused (UNRELEASED_INSTANCE_ID),
+watches the group and joins as soon as the dead member is gone; it never gives up meanwhile. Its
+partitions go to the others at the expiry and the restart joins as a new member, so whether it gets the
+same partitions back is a race in the coordinator (docs/semantics.md): printed, not asserted. Nothing is
+lost either.
 """
 
 from __future__ import annotations
@@ -22,6 +25,9 @@ from static_consumer.testing.processes import ConsumerProcess, wait_until
 
 PARTITIONS = 6
 CLASSIC_SESSION_MS = 10000  # static_spec's default
+SESSION_S = CONSUMER_PROTOCOL_SESSION_MS / 1000  # the KIP-848 groups' session (a group override)
+MARGIN_S = 5.0  # release_margin_s's default
+JOIN_SLACK_S = 10.0  # start-up, the join, one heartbeat of reconciliation, a loaded machine
 
 
 @pytest.fixture
@@ -89,19 +95,24 @@ def test_kill9_and_restart_after_session_timeout_rebalances_and_loses_nothing(gr
 
 
 @pytest.mark.parametrize("group_of_three", ["consumer"], indirect=True)
-def test_kill9_under_consumer_protocol_waits_for_the_session_and_loses_nothing(group_of_three: Group) -> None:
+def test_kill9_under_consumer_protocol_rejoins_once_released_and_loses_nothing(group_of_three: Group) -> None:
     group = group_of_three
     produced = produce(group.bootstrap, group.topic, 1500)
     group.wait_consumed(produced)
+    before = group.owned()["app-0"]
     group.kill("app-0")
     killed_at = time.monotonic()
     restarted = group.start("app-0")
-    restarted.wait_for_kind("assigned", timeout_s=CONSUMER_PROTOCOL_SESSION_MS / 1000 + 30)
+    restarted.wait_for_kind("assigned", timeout_s=SESSION_S + MARGIN_S + 60)
     waited = time.monotonic() - killed_at
-    # The id was not released before the broker-side session timeout (a generous lower bound: start-up
-    # of the new process overlaps the wait).
-    assert waited >= CONSUMER_PROTOCOL_SESSION_MS / 1000 * 0.5
     group.wait_stable()
+    print(
+        f"restart assigned {waited:.1f} s after the kill; same partitions: "
+        f"{restarted.assignment() == before} ({sorted(before)} -> {sorted(restarted.assignment())})"
+    )
+    # Held until the dead member's session expired (a generous lower bound: the restart's start-up
+    # overlaps the wait), then joined without waiting out the margin meant for live holders.
+    assert SESSION_S * 0.5 <= waited <= SESSION_S + MARGIN_S + JOIN_SLACK_S
     produced += produce(group.bootstrap, group.topic, 600, start=produced)
     assert len(group.wait_consumed(produced)) == produced
-    assert restarted.returncode is None, restarted.stderr_tail()
+    assert restarted.returncode is None and restarted.events("error") == [], restarted.stderr_tail()

@@ -20,7 +20,6 @@ from static_consumer.telemetry import read_event_log
 from static_consumer.testing import describe_group
 from static_consumer.testing.group import Group
 from static_consumer.testing.processes import ConsumerProcess, wait_until
-from static_consumer.testing.specs import static_spec
 
 PARTITIONS = 6
 MEMBERS = ("app-0", "app-1", "app-2")
@@ -37,37 +36,9 @@ def _rebalances(proc: ConsumerProcess) -> float:
     return _values(proc).get("static_consumer.rebalances", 0)
 
 
-def _group(
-    protocol: str,
-    logs: Path,
-    bootstrap: str,
-    topic_factory: Callable[..., str],
-    group_factory: Callable[..., str],
-    start: Callable[..., ConsumerProcess],
-) -> Group:
-    group_id, topic = group_factory(), topic_factory(PARTITIONS)
-
-    def spec(name: str) -> dict[str, Any]:
-        out = static_spec(
-            bootstrap,
-            group_id,
-            [topic],
-            name,
-            event_log=str(logs / f"{name}.jsonl"),
-            otel=True,
-            protocol=protocol,
-        )
-        if protocol == "consumer":  # session and heartbeat are broker-side under KIP-848
-            for key in ("session_timeout_ms", "heartbeat_interval_ms"):
-                out["settings"].pop(key)
-        return out
-
-    group = Group(start, bootstrap, group_id, topic, PARTITIONS, protocol=protocol, spec_factory=spec)
-    group.start(MEMBERS[0]).wait_for_kind("assigned", timeout_s=60)
-    for name in MEMBERS[1:]:
-        group.start(name)
-    group.wait_stable()
-    return group
+def _observed(logs: Path) -> Callable[[str], dict[str, Any]]:
+    """Each member writes its JSONL event log under ``logs`` and streams its OpenTelemetry totals."""
+    return lambda name: {"event_log": str(logs / f"{name}.jsonl"), "otel": True}
 
 
 @pytest.mark.parametrize("protocol", ["classic", "consumer"])
@@ -79,14 +50,16 @@ def test_static_restart_counts_a_rejoin_and_no_rebalance(
     kafka_group_id_factory: Callable[..., str],
     kafka_consumer_process_factory: Callable[..., ConsumerProcess],
 ) -> None:
-    group = _group(
-        protocol,
-        tmp_path,
+    group = Group.new(
+        kafka_consumer_process_factory,
         kafka_bootstrap_servers,
         kafka_topic_factory,
         kafka_group_id_factory,
-        kafka_consumer_process_factory,
+        PARTITIONS,
+        protocol=protocol,
+        spec_extra=_observed(tmp_path),
     )
+    group.form(MEMBERS)
     live = [group.members["app-0"], group.members["app-2"]]
     before = {p.name: _rebalances(p) for p in live}
     held = group.owned()["app-1"]
@@ -131,14 +104,16 @@ def test_restart_after_the_session_expired_is_a_join_that_rebalances(
     kafka_group_id_factory: Callable[..., str],
     kafka_consumer_process_factory: Callable[..., ConsumerProcess],
 ) -> None:
-    group = _group(
-        "classic",
-        tmp_path,
+    group = Group.new(
+        kafka_consumer_process_factory,
         kafka_bootstrap_servers,
         kafka_topic_factory,
         kafka_group_id_factory,
-        kafka_consumer_process_factory,
+        PARTITIONS,
+        protocol="classic",
+        spec_extra=_observed(tmp_path),
     )
+    group.form(MEMBERS)
     live = [group.members["app-0"], group.members["app-1"]]
     before = {p.name: _rebalances(p) for p in live}
 

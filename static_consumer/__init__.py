@@ -4,7 +4,7 @@ The public surface is listed in ``__all__``; modules starting with an underscore
 """
 
 from static_consumer.capabilities import BrokerCapabilities, StaticDecision, decide
-from static_consumer.consumer import State, StaticConsumer
+from static_consumer.consumer import State, StaticConsumer, Status
 from static_consumer.errors import (
     EXIT_CONFIG,
     EXIT_FATAL,
@@ -21,6 +21,7 @@ from static_consumer.errors import (
     FatalConsumerError,
     FencedInstanceError,
     InvalidInstanceIdError,
+    MissingTopicError,
     RetriableError,
     SessionTimeoutOutOfBoundsError,
     StaticConsumerError,
@@ -39,9 +40,10 @@ from static_consumer.events import (
     MembershipEvent,
     MembershipListener,
     Revoked,
+    Stalled,
 )
 from static_consumer.identity import Identity, resolve_identity, validate_instance_id
-from static_consumer.settings import ConsumerSettings
+from static_consumer.settings import ConsumerSettings, OAuthBearerToken
 from static_consumer.shutdown import exit_code_for, install_sigterm_handler, run_until_sigterm
 from static_consumer.types import Record, RecordBatch, TopicPartition
 
@@ -71,20 +73,24 @@ __all__ = [
     "HeldAssignment",
     "Identity",
     "InvalidInstanceIdError",
+    "MissingTopicError",
     "Joining",
     "Lost",
     "MembershipEvent",
     "MembershipListener",
+    "OAuthBearerToken",
     "Record",
     "RecordBatch",
     "RetriableError",
     "Revoked",
     "SessionTimeoutOutOfBoundsError",
+    "Stalled",
     "State",
     "StaticConsumer",
     "StaticConsumerError",
     "StaticDecision",
     "StaticMembershipUnsupportedError",
+    "Status",
     "TopicPartition",
     "UnknownInstanceIdError",
     "UnreleasedInstanceIdError",

@@ -1,16 +1,36 @@
 """Settings -> client configuration dicts (librdkafka consumer, kafka-python, librdkafka admin). Pure.
 
-The dicts hold secrets in clear because the clients need them: never log them, log ``redacted(cfg)``.
+One settings object drives all three clients, so every security setting is mapped here for each of them:
+
+=============================  ==============================  ===============================
+setting                        librdkafka (consumer, admin)    kafka-python (probe, LeaveGroup)
+=============================  ==============================  ===============================
+security_protocol              security.protocol               security_protocol
+sasl_mechanism                 sasl.mechanisms                 sasl_mechanism
+sasl_username / sasl_password  sasl.username / sasl.password   sasl_plain_username / _password
+sasl_oauth_token_provider      oauth_cb                        sasl_oauth_token_provider
+ssl_ca_location                ssl.ca.location                 ssl_cafile
+ssl_certificate_location       ssl.certificate.location        ssl_certfile
+ssl_key_location / _password   ssl.key.location / .password    ssl_keyfile / ssl_password
+ssl_endpoint_identification    ssl.endpoint.identification.    ssl_check_hostname
+                               algorithm (https / none)
+=============================  ==============================  ===============================
+
+The dicts hold secrets in clear because the clients need them: never log them (``static_consumer._secrets``
+masks what must leave the process).
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable
 
-from static_consumer._settings_rules import redact_items, split_servers
+from static_consumer._oauth import kafka_python_token_provider, librdkafka_oauth_cb
+from static_consumer._settings_rules import split_servers
 from static_consumer.settings import ConsumerSettings
 
-ConfigValue = str | int | float | bool
+# librdkafka's OAUTHBEARER token callback: the one value in a client config that is not a scalar.
+OAuthCallback = Callable[[str], tuple[str, float, str, dict[str, str]]]
+ConfigValue = str | int | float | bool | OAuthCallback
 
 # librdkafka's default heartbeat.interval.ms; used unless the session timeout is too short for it.
 _LIBRDKAFKA_HEARTBEAT_MS = 3000
@@ -18,9 +38,9 @@ _LIBRDKAFKA_HEARTBEAT_MS = 3000
 _CONNECTION_PREFIXES = ("ssl.", "sasl.", "socket.", "client.", "broker.address.", "enable.ssl.")
 
 
-def _security(settings: ConsumerSettings) -> dict[str, str]:
+def _security(settings: ConsumerSettings) -> dict[str, ConfigValue]:
     key_password = settings.ssl_key_password
-    cfg: dict[str, str] = {"security.protocol": settings.security_protocol}
+    cfg: dict[str, ConfigValue] = {"security.protocol": settings.security_protocol}
     optional = {
         "sasl.mechanisms": settings.sasl_mechanism,
         "sasl.username": settings.sasl_username,
@@ -31,6 +51,12 @@ def _security(settings: ConsumerSettings) -> dict[str, str]:
         "ssl.key.password": key_password.get_secret_value() if key_password else None,
     }
     cfg.update({k: v for k, v in optional.items() if v is not None})
+    if settings.security_protocol.endswith("SSL"):
+        cfg["ssl.endpoint.identification.algorithm"] = (
+            "https" if settings.ssl_endpoint_identification else "none"
+        )
+    if settings.sasl_oauth_token_provider is not None:
+        cfg["oauth_cb"] = librdkafka_oauth_cb(settings.sasl_oauth_token_provider)
     return cfg
 
 
@@ -68,7 +94,7 @@ def consumer_config(settings: ConsumerSettings, instance_id: str | None) -> dict
 def admin_config(settings: ConsumerSettings) -> dict[str, ConfigValue]:
     """confluent-kafka AdminClient/Producer config: bootstrap, security and connection passthrough keys.
 
-    All values are strings; the wider annotation is what confluent-kafka's type stubs ask for.
+    All values are strings, but ``oauth_cb`` (OAUTHBEARER).
     """
     cfg: dict[str, ConfigValue] = {"bootstrap.servers": settings.bootstrap_servers, **_security(settings)}
     for key, value in settings.librdkafka.items():
@@ -96,15 +122,17 @@ def kafka_python_config(settings: ConsumerSettings) -> dict[str, object]:
         "ssl_keyfile": settings.ssl_key_location,
         "ssl_password": settings.ssl_key_password.get_secret_value() if settings.ssl_key_password else None,
     }
+    if settings.ssl_key_location is not None and settings.ssl_key_password is None:
+        # kafka-python hands ssl_password to SSLContext.load_cert_chain; with None, OpenSSL asks for the
+        # pass phrase of an encrypted key on the terminal (measured: once per connection attempt). An
+        # empty one makes it fail instead, like librdkafka does; an unencrypted key ignores it.
+        optional["ssl_password"] = ""
     cfg.update({k: v for k, v in optional.items() if v is not None})
-    if str(settings.librdkafka.get("ssl.endpoint.identification.algorithm", "")).lower() == "none":
-        cfg["ssl_check_hostname"] = False  # keep the probe as lenient as the consumer it speaks for
+    if settings.security_protocol.endswith("SSL"):
+        cfg["ssl_check_hostname"] = settings.ssl_endpoint_identification
+    if settings.sasl_oauth_token_provider is not None:
+        cfg["sasl_oauth_token_provider"] = kafka_python_token_provider(settings.sasl_oauth_token_provider)
     return cfg
 
 
-def redacted(cfg: Mapping[str, object]) -> dict[str, object]:
-    """A copy safe to log: values of secret-looking keys (password, secret, token, key, ...) are masked."""
-    return redact_items(cfg.items())
-
-
-__all__ = ["ConfigValue", "admin_config", "consumer_config", "kafka_python_config", "redacted"]
+__all__ = ["ConfigValue", "admin_config", "consumer_config", "kafka_python_config"]

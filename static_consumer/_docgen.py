@@ -9,6 +9,7 @@ import types
 from collections.abc import Mapping
 from typing import Annotated, Any, Literal, Union, get_args, get_origin
 
+from annotated_types import Ge, Gt, Le, Lt
 from pydantic.fields import FieldInfo
 from pydantic_core import PydanticUndefined
 
@@ -23,7 +24,9 @@ _INTRO = """\
 can be passed as a keyword argument or set through its environment variable (keyword arguments win).
 Lists are comma-separated in the environment (`a,b`), `librdkafka` is a JSON object, booleans are
 `true`/`false`, and empty variables count as unset. Any invalid value or combination raises
-`static_consumer.errors.ConfigurationError` naming the field, its variable and what to change.
+`static_consumer.errors.ConfigurationError` naming the field, its variable and what to change. Numbers must
+be finite and within the range shown. A `STATIC_CONSUMER_*` variable that is no setting (a misspelling)
+is ignored with a warning naming the closest setting.
 """
 
 
@@ -61,6 +64,20 @@ def default_text(field: FieldInfo) -> str:
     return f"`{value}`"
 
 
+_BOUNDS = ((Gt, "gt", ">"), (Ge, "ge", ">="), (Lt, "lt", "<"), (Le, "le", "<="))
+
+
+def range_text(field: FieldInfo) -> str:
+    """The numeric bounds of ``field``, e.g. ``> 0, <= 3600``; empty when it has none."""
+    parts = []
+    for constraint in field.metadata:
+        for kind, attribute, sign in _BOUNDS:
+            bound = getattr(constraint, attribute, None)
+            if isinstance(constraint, kind) and isinstance(bound, int | float):
+                parts.append(f"{sign} {int(bound) if float(bound).is_integer() else bound:,}")
+    return ", ".join(parts)
+
+
 def _instead(fields: str) -> str:
     if fields.startswith("nothing"):
         return fields
@@ -78,10 +95,10 @@ def render() -> str:
     for name, field in ConsumerSettings.model_fields.items():
         cells = (
             f"`{name}`",
-            f"`{env_var(name)}`",
+            "none: code only" if field.exclude else f"`{env_var(name)}`",
             type_name(field.annotation),
             default_text(field),
-            field.description or "",
+            (field.description or "") + (f" Range: {bounds}." if (bounds := range_text(field)) else ""),
         )
         lines.append("| " + " | ".join(_cell(c) for c in cells) + " |")
     lines += ["", "## librdkafka keys managed by the library", ""]

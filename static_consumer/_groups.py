@@ -1,6 +1,6 @@
 """What a consumer group looks like from outside: members, instance ids, hosts, assignments. Pure data.
 
-Built by ``static_consumer._admin_io`` from the broker's DescribeGroups (classic groups) or
+Built by ``static_consumer._broker`` from the broker's DescribeGroups (classic groups) or
 ConsumerGroupDescribe (KIP-848 groups) answers; read by ``admin``, ``audit`` and the CLI.
 """
 
@@ -61,13 +61,15 @@ class GroupDescription:
     """A group: ``state`` as the broker names it (Stable, PreparingRebalance, CompletingRebalance, Empty,
     Dead, Assigning, Reconciling), ``group_type`` ``classic`` or ``consumer`` (KIP-848), ``assignor`` the
     partition assignor in use (e.g. ``range``; None while the group has no protocol). Members are sorted
-    by instance id, then member id (dynamic members last)."""
+    by instance id, then member id (dynamic members last). ``coordinator`` is the coordinator's broker
+    id where the answer carries it (ConsumerGroupDescribe)."""
 
     group_id: str
     state: str
     group_type: str
     assignor: str | None
     members: tuple[GroupMember, ...]
+    coordinator: int | None = None
 
     def __post_init__(self) -> None:
         def key(m: GroupMember) -> tuple[bool, str, str]:

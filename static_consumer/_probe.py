@@ -1,7 +1,9 @@
 """Ask the cluster what it can do (ApiVersions, group configs), bounded by ``connect_timeout_s``.
 
 kafka-python does the talking because librdkafka exposes neither ApiVersions nor broker configs in a
-form the gate can use. Every client is closed before returning, also when the bootstrap fails.
+form the gate can use. Every client is closed before returning, also when the bootstrap fails. The
+consumer imports this module when it starts (the capability gate), not when ``static_consumer`` is
+imported, so kafka-python stays out of a process that only builds settings or runs on a fake adapter.
 """
 
 from __future__ import annotations
@@ -13,8 +15,10 @@ from typing import Any
 import kafka.errors as kafka_errors
 from kafka.admin import ConfigResource, ConfigResourceType
 
-from static_consumer._admin_io import explain
-from static_consumer._kafka_python import AUTH_ERRORS, admin_client, scrub, secrets_of
+from static_consumer._broker import explain, failed_login
+from static_consumer._kafka_codes import ErrorKind
+from static_consumer._kafka_python import admin_client, kind_of
+from static_consumer._secrets import scrub_for
 from static_consumer.capabilities import GROUP_CONFIGS, BrokerCapabilities
 from static_consumer.errors import (
     AuthenticationError,
@@ -26,36 +30,52 @@ from static_consumer.settings import ConsumerSettings
 
 log = logging.getLogger(__name__)
 CLIENT_ID = "static-consumer-probe"
-GROUP_SESSION_TIMEOUT = "consumer.session.timeout.ms"
+# Group-level KIP-848 overrides -> the BrokerCapabilities field they replace.
+GROUP_OVERRIDES = {
+    "consumer.session.timeout.ms": "consumer_session_timeout_ms",
+    "consumer.heartbeat.interval.ms": "consumer_heartbeat_interval_ms",
+}
 
 
 def probe(settings: ConsumerSettings) -> BrokerCapabilities:
     """Read ApiVersions and group.* configs from one live broker of the cluster.
 
     Raises BrokerUnavailableError if the bootstrap servers do not answer within ``connect_timeout_s``,
-    AuthenticationError if they refuse the SASL credentials (found out within another
-    ``connect_timeout_s``) and ConfigurationError if the principal may not do what the probe needs.
+    AuthenticationError at their first refusal of the SASL credentials, and ConfigurationError if the
+    principal may not do what the probe needs.
     Group configs the principal may not describe are left None (the gate then warns instead of
     checking them).
     """
+    _log_in_first(settings)
     try:
         with admin_client(settings, CLIENT_ID) as admin:
             caps = _read(admin)
             if settings.protocol == "consumer":
-                caps = _with_group_session_timeout(admin, settings.group_id, caps)
+                caps = _with_group_overrides(admin, settings.group_id, caps)
             return caps
     except kafka_errors.KafkaError as exc:
         raise _error(explain(exc, settings), settings) from None
 
 
+def _log_in_first(settings: ConsumerSettings) -> None:
+    """With SASL, a wrong password ends the start at the brokers' first refusal (``failed_login``)."""
+    failed = failed_login(settings)
+    if failed is not None:
+        kind, text = failed
+        if kind is ErrorKind.AUTHENTICATION:
+            raise _error(kafka_errors.SaslAuthenticationFailedError(text), settings)
+        raise _error(kafka_errors.KafkaConnectionError(text), settings)
+
+
 def _error(exc: kafka_errors.KafkaError, settings: ConsumerSettings) -> StaticConsumerError:
-    if isinstance(exc, AUTH_ERRORS):
+    kind = kind_of(exc)
+    if kind is ErrorKind.AUTHENTICATION:
         return AuthenticationError(
             f"the brokers at {settings.bootstrap_servers} refused to authenticate "
             f"{settings.sasl_username!r} with {settings.sasl_mechanism} over {settings.security_protocol} "
             f"({_scrub(exc, settings)}); check sasl_username, sasl_password and sasl_mechanism"
         )
-    if isinstance(exc, kafka_errors.AuthorizationError):
+    if kind is ErrorKind.AUTHORIZATION:
         return ConfigurationError(
             f"the brokers at {settings.bootstrap_servers} refused the request "
             f"({_scrub(exc, settings)}); check security_protocol, sasl_* and ssl_* settings"
@@ -99,26 +119,31 @@ def _group_configs(admin: Any, broker_id: int) -> dict[str, int | None]:
     return out
 
 
-def _with_group_session_timeout(admin: Any, group_id: str, caps: BrokerCapabilities) -> BrokerCapabilities:
-    """KIP-848 groups may override the broker's session timeout (``consumer.session.timeout.ms`` set on
-    the group): that value decides how long a crashed member's instance id stays held."""
-    resource = ConfigResource(ConfigResourceType.GROUP, group_id, [GROUP_SESSION_TIMEOUT])
+def _with_group_overrides(admin: Any, group_id: str, caps: BrokerCapabilities) -> BrokerCapabilities:
+    """KIP-848 groups may override the broker's session timeout and heartbeat interval
+    (``consumer.session.timeout.ms``, ``consumer.heartbeat.interval.ms`` set on the group). The group's
+    session decides how long a crashed member's instance id stays held, so it replaces the broker value."""
+    keys = list(GROUP_OVERRIDES)
+    resource = ConfigResource(ConfigResourceType.GROUP, group_id, keys)
     try:
-        entry = admin.describe_configs([resource], config_filter="all")["group"][group_id][
-            GROUP_SESSION_TIMEOUT
-        ]
+        entries = admin.describe_configs([resource], config_filter="all")["group"][group_id]
     except (kafka_errors.KafkaError, KeyError) as exc:
+        # The group's session is then unknown: it may be longer than the broker's. Leaving it None makes
+        # the wait for a held instance id use the broker's maximum, which bounds every override.
         log.info("could not describe group %s configs: %s", group_id, type(exc).__name__)
-        return caps
-    # Without an override the broker answers with the static default, not its own configured value.
-    if entry.get("config_source") != "DYNAMIC_GROUP_CONFIG" or not entry.get("value"):
-        return caps
-    return replace(caps, consumer_session_timeout_ms=int(entry["value"]))
+        return replace(caps, consumer_session_timeout_ms=None)
+    overrides: dict[str, Any] = {}
+    for key, field_name in GROUP_OVERRIDES.items():
+        entry = entries.get(key, {})
+        # Without an override the broker answers with the static default, not its own configured value.
+        if entry.get("config_source") == "DYNAMIC_GROUP_CONFIG" and entry.get("value"):
+            overrides[field_name] = int(entry["value"])
+    return replace(caps, **overrides) if overrides else caps
 
 
 def _scrub(exc: BaseException, settings: ConsumerSettings) -> str:
     """The exception text with any configured secret masked (error texts can echo connection config)."""
-    return scrub(str(exc), secrets_of(settings))
+    return scrub_for(settings, str(exc))
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -5,6 +5,7 @@ Kept apart from the model so the model file stays a readable list of fields. Pur
 
 from __future__ import annotations
 
+import difflib
 import re
 from collections.abc import Iterable, Mapping
 from types import MappingProxyType
@@ -16,7 +17,6 @@ if TYPE_CHECKING:
     from static_consumer.settings import ConsumerSettings
 
 ENV_PREFIX = "STATIC_CONSUMER_"
-REDACTED = "**********"
 
 # librdkafka keys this library derives from typed fields, with the field to use instead. A passthrough
 # that sets one raises rather than silently overriding: a stray partition.assignment.strategy would
@@ -46,6 +46,7 @@ OWNED_KEYS: Mapping[str, str] = MappingProxyType(
         "ssl.certificate.location": "ssl_certificate_location",
         "ssl.key.location": "ssl_key_location",
         "ssl.key.password": "ssl_key_password",
+        "ssl.endpoint.identification.algorithm": "ssl_endpoint_identification",
     }
 )
 
@@ -59,26 +60,49 @@ _CONSUMER_PROTOCOL_INSTEAD = {
     "assignment_strategy": "remote_assignor (group.remote.assignor)",
 }
 
-_SECRET_MARKERS = ("password", "secret", "token", "key", "credential", "jaas", "oauthbearer.config")
+# The wait for a held instance id (UNRELEASED_INSTANCE_ID) exists under KIP-848 only.
+_CONSUMER_PROTOCOL_ONLY = ("release_margin_s", "release_max_wait_s")
+
 _KAFKA_NAME = re.compile(r"[A-Za-z0-9._-]+")
 
-
-def is_secret_key(key: str) -> bool:
-    """True when a config key's value must never be shown. File locations are paths, not secrets."""
-    k = key.lower().replace("_", ".")
-    if k.endswith((".location", "file")):
-        return False
-    return any(marker in k for marker in _SECRET_MARKERS)
-
-
-def redact_items(items: Iterable[tuple[str, object]]) -> dict[str, object]:
-    """Copy of a config with the values of secret-looking keys replaced by ``REDACTED``."""
-    return {k: REDACTED if is_secret_key(k) else v for k, v in items}
+# STATIC_CONSUMER_* variables that are not settings: read by the test harness and the Spark bridge.
+OTHER_ENV_VARS = frozenset(
+    {
+        "STATIC_CONSUMER_BROKER",
+        "STATIC_CONSUMER_CACHE_DIR",
+        "STATIC_CONSUMER_DELTA_VERSION",
+        "STATIC_CONSUMER_KAFKA_VERSION",
+        "STATIC_CONSUMER_KEEP_BROKER_DATA",
+        "STATIC_CONSUMER_SPARK_KAFKA_VERSION",
+    }
+)
 
 
 def env_var(field_name: str) -> str:
     """The environment variable that sets ``field_name``."""
     return ENV_PREFIX + field_name.upper()
+
+
+def unknown_env_vars(environ: Mapping[str, str], fields: Iterable[str]) -> list[tuple[str, str | None]]:
+    """``(variable, closest field or None)`` for each ``STATIC_CONSUMER_*`` variable in ``environ`` that
+    sets no field. pydantic-settings ignores such variables, so a misspelling would go unnoticed."""
+    names = {name.upper(): name for name in fields}
+    out: list[tuple[str, str | None]] = []
+    for variable in sorted(environ):
+        upper = variable.upper()
+        if not upper.startswith(ENV_PREFIX) or upper in OTHER_ENV_VARS:
+            continue
+        suffix = upper.removeprefix(ENV_PREFIX)
+        if suffix not in names:  # names are matched case-insensitively, as pydantic-settings does
+            close = difflib.get_close_matches(suffix, names, n=1, cutoff=0.6)
+            out.append((variable, names[close[0]] if close else None))
+    return out
+
+
+def is_owned(key: str, protocol: str) -> bool:
+    """Whether the passthrough ``key`` is refused as the library's own (see :data:`OWNED_KEYS`)."""
+    k = key.strip().lower()
+    return k in OWNED_KEYS or (protocol == "consumer" and k in CLASSIC_ONLY_KEYS)
 
 
 def split_servers(value: str) -> list[str]:
@@ -108,6 +132,12 @@ def combination_problems(s: ConsumerSettings) -> list[str]:
     if s.protocol == "classic":
         if s.remote_assignor is not None:
             out.append("remote_assignor only applies to protocol='consumer'; remove it or switch protocol")
+        for name in _CONSUMER_PROTOCOL_ONLY:
+            if name in s.model_fields_set:
+                out.append(
+                    f"{name} only applies to protocol='consumer' (the classic protocol hands a restarted "
+                    "static member its id at once); remove it or switch protocol"
+                )
         if s.heartbeat_interval_ms is not None and s.heartbeat_interval_ms >= s.session_timeout_ms:
             out.append(
                 f"heartbeat_interval_ms ({s.heartbeat_interval_ms}) must be below session_timeout_ms "
@@ -139,27 +169,60 @@ def combination_problems(s: ConsumerSettings) -> list[str]:
 
 def _security_problems(s: ConsumerSettings) -> list[str]:
     out: list[str] = []
-    sasl_fields = ("sasl_mechanism", "sasl_username", "sasl_password")
+    sasl_fields = ("sasl_mechanism", "sasl_username", "sasl_password", "sasl_oauth_token_provider")
     if s.security_protocol.startswith("SASL_"):
-        missing = [n for n in sasl_fields if getattr(s, n) is None]
-        if missing:
-            out.append(f"security_protocol={s.security_protocol} needs {', '.join(missing)}")
-    elif any(getattr(s, n) is not None for n in sasl_fields):
+        out += _sasl_problems(s)
+    elif sasl_set := [n for n in sasl_fields if getattr(s, n) is not None]:
         out.append(
-            f"sasl_* settings are ignored with security_protocol={s.security_protocol}; "
-            "set security_protocol to SASL_SSL (or SASL_PLAINTEXT) or remove them"
+            f"{', '.join(sasl_set)}: sasl_* settings are ignored with security_protocol="
+            f"{s.security_protocol}; set security_protocol to SASL_SSL (or SASL_PLAINTEXT) or remove them"
         )
     ssl_fields = ("ssl_ca_location", "ssl_certificate_location", "ssl_key_location", "ssl_key_password")
-    if not s.security_protocol.endswith("SSL") and any(getattr(s, n) is not None for n in ssl_fields):
+    ssl_set = [n for n in ssl_fields if getattr(s, n) is not None]
+    if not s.ssl_endpoint_identification:
+        ssl_set.append("ssl_endpoint_identification")
+    if not s.security_protocol.endswith("SSL") and ssl_set:
         # Refused rather than ignored: the user believes the traffic is encrypted and it is not.
         out.append(
-            f"ssl_* settings are ignored with security_protocol={s.security_protocol} (traffic is not "
-            "encrypted); set security_protocol to SSL or SASL_SSL, or remove them"
+            f"{', '.join(ssl_set)}: ssl_* settings are ignored with security_protocol="
+            f"{s.security_protocol} (traffic is not encrypted); set security_protocol to SSL or SASL_SSL, "
+            "or remove them"
         )
     if (s.ssl_certificate_location is None) != (s.ssl_key_location is None):
         out.append("mutual TLS needs both ssl_certificate_location and ssl_key_location")
     if s.ssl_key_password is not None and s.ssl_key_location is None:
         out.append("ssl_key_password is set without ssl_key_location")
+    return out
+
+
+def _sasl_problems(s: ConsumerSettings) -> list[str]:
+    protocol = f"security_protocol={s.security_protocol}"
+    if s.sasl_mechanism is None:
+        missing = ["sasl_mechanism"]
+        if s.sasl_oauth_token_provider is None:
+            missing += [n for n in ("sasl_username", "sasl_password") if getattr(s, n) is None]
+        return [f"{protocol} needs {', '.join(missing)}"]
+    if s.sasl_mechanism == "OAUTHBEARER":
+        out = []
+        if s.sasl_oauth_token_provider is None:
+            out.append(
+                "sasl_mechanism=OAUTHBEARER needs sasl_oauth_token_provider, a callable returning an "
+                "OAuthBearerToken; it can only be set in code (it is no environment variable)"
+            )
+        given = [n for n in ("sasl_username", "sasl_password") if getattr(s, n) is not None]
+        if given:
+            out.append(
+                f"{' and '.join(given)} are not used with sasl_mechanism=OAUTHBEARER (the token "
+                "authenticates); remove them"
+            )
+        return out
+    missing = [n for n in ("sasl_username", "sasl_password") if getattr(s, n) is None]
+    out = [f"{protocol} needs {', '.join(missing)}"] if missing else []
+    if s.sasl_oauth_token_provider is not None:
+        out.append(
+            f"sasl_oauth_token_provider is only used with sasl_mechanism=OAUTHBEARER, not "
+            f"{s.sasl_mechanism}; remove it or switch the mechanism"
+        )
     return out
 
 

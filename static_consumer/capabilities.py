@@ -32,6 +32,8 @@ GROUP_CONFIGS: Mapping[str, str] = MappingProxyType(
         "group_max_session_timeout_ms": "group.max.session.timeout.ms",
         "group_initial_rebalance_delay_ms": "group.initial.rebalance.delay.ms",
         "consumer_session_timeout_ms": "group.consumer.session.timeout.ms",
+        "consumer_max_session_timeout_ms": "group.consumer.max.session.timeout.ms",
+        "consumer_heartbeat_interval_ms": "group.consumer.heartbeat.interval.ms",
     }
 )
 
@@ -44,7 +46,12 @@ class BrokerCapabilities:
     group_min_session_timeout_ms: int | None = None
     group_max_session_timeout_ms: int | None = None
     group_initial_rebalance_delay_ms: int | None = None
+    # KIP-848: the session and heartbeat interval that apply to this consumer's group (the group's own
+    # consumer.*.ms override when it has one, else the broker's group.consumer.*.ms), and the broker's
+    # upper bound, which caps any override.
     consumer_session_timeout_ms: int | None = None
+    consumer_max_session_timeout_ms: int | None = None
+    consumer_heartbeat_interval_ms: int | None = None
     broker_version: str | None = None
 
     @property
@@ -138,7 +145,8 @@ def _decide_consumer_protocol(settings: ConsumerSettings, caps: BrokerCapabiliti
     timeout = caps.consumer_session_timeout_ms
     if timeout is None:
         warnings.append(
-            "could not read the broker's group.consumer.session.timeout.ms; restart budget unchecked"
+            "could not read the group's session timeout (the broker's group.consumer.session.timeout.ms "
+            "or the group's consumer.session.timeout.ms); restart budget unchecked"
         )
     else:
         what = "the broker's group.consumer.session.timeout.ms"

@@ -6,6 +6,7 @@
     ├── ConfigurationError              the settings or identity are wrong: change them (exit 78)
     │   ├── InvalidInstanceIdError      group.instance.id breaks Kafka's rules or would not be stable
     │   ├── AuthenticationError         the brokers refused the credentials (SASL): not retried
+    │   ├── MissingTopicError           a subscribed topic still did not exist after missing_topic_timeout_s
     │   └── UnknownInstanceIdError      an operator named an instance id that is not in the group
     ├── CapabilityError                 the broker cannot do what the settings require (exit 69)
     │   ├── StaticMembershipUnsupportedError   JoinGroup < v5 / no ConsumerGroupHeartbeat
@@ -25,6 +26,13 @@ are derived from ``error.retriable`` and never retry a fatal error.
 from __future__ import annotations
 
 from typing import ClassVar
+
+from static_consumer._kafka_codes import (
+    FENCED_INSTANCE_ID,
+    INVALID_SESSION_TIMEOUT,
+    SASL_AUTHENTICATION_FAILED,
+    UNRELEASED_INSTANCE_ID,
+)
 
 # Documented process exit codes (sysexits.h where one fits). The CLI and the pod helper exit with these.
 EXIT_OK = 0
@@ -61,7 +69,14 @@ class AuthenticationError(ConfigurationError):
     names the user and mechanism, never the password.
     """
 
-    kafka_error_code = 58  # SASL_AUTHENTICATION_FAILED
+    kafka_error_code = SASL_AUTHENTICATION_FAILED
+
+
+class MissingTopicError(ConfigurationError):
+    """A named topic the consumer subscribed to did not exist, or a ``^regex`` matched no topic, for
+    ``missing_topic_timeout_s`` after the consumer started. Raised by ``poll()``/``consume()``; the
+    consumer is then unusable (``close()`` it). Most often a misspelled topic or the wrong cluster; a
+    topic created later by another deployment step needs a longer ``missing_topic_timeout_s``."""
 
 
 class UnknownInstanceIdError(ConfigurationError):
@@ -81,7 +96,7 @@ class StaticMembershipUnsupportedError(CapabilityError):
 class SessionTimeoutOutOfBoundsError(CapabilityError):
     """session.timeout.ms is outside the broker's group.min/max.session.timeout.ms."""
 
-    kafka_error_code = 26  # INVALID_SESSION_TIMEOUT
+    kafka_error_code = INVALID_SESSION_TIMEOUT
 
 
 class RetriableError(StaticConsumerError):
@@ -98,7 +113,7 @@ class BrokerUnavailableError(RetriableError):
 class UnreleasedInstanceIdError(RetriableError):
     """KIP-848: the broker has not yet released this instance id from its previous member."""
 
-    kafka_error_code = 111
+    kafka_error_code = UNRELEASED_INSTANCE_ID
 
 
 class FatalConsumerError(StaticConsumerError):
@@ -115,7 +130,7 @@ class FencedInstanceError(FatalConsumerError):
     """
 
     exit_code = EXIT_FENCED
-    kafka_error_code = 82
+    kafka_error_code = FENCED_INSTANCE_ID
 
 
 class CommitFailedError(StaticConsumerError):
@@ -146,6 +161,7 @@ __all__ = [
     "FatalConsumerError",
     "FencedInstanceError",
     "InvalidInstanceIdError",
+    "MissingTopicError",
     "RetriableError",
     "SessionTimeoutOutOfBoundsError",
     "StaticConsumerError",

@@ -12,6 +12,7 @@ import logging
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from typing import Literal
 
 from static_consumer.types import TopicPartition
 
@@ -162,6 +163,40 @@ class BatchProgress(MembershipEvent):
         listener.on_batch(self)
 
 
+StallVerdict = Literal["ok", "lost", "gone", "unknown", "expired"]
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Stalled(MembershipEvent):
+    """The consumer went ``gap_s`` between two returns from the client, more than ``threshold_s`` (half
+    the session timeout): a GC pause, SIGSTOP, a frozen node, or slow processing. Its session may have
+    expired meanwhile, and records fetched before the gap may belong to another member now, so it
+    checked before handing any out. ``verdict``:
+
+    - ``ok``: the broker accepted a commit of offsets already processed: still the owner, nothing dropped.
+    - ``lost``: the client reported the partitions lost in the same call; their records were dropped.
+    - ``gone``: the broker refused that commit (unknown member, old generation or epoch): the records of
+      the partitions it owned were dropped, and the client was given time to report the loss.
+    - ``unknown``: no answer either way (nothing committed yet, coordinator unreachable): after a short
+      wait for the client to report a loss, the records of partitions still owned were handed out.
+    - ``expired``: partitions the broker had disowned were not reported lost within a session timeout,
+      so their dropped records are read again (``rewound``).
+
+    ``dropped``: records not handed out; ``rewound``: (partition, offset) pairs the client was sent back
+    to so that no dropped record of a partition still owned is skipped; ``waited_s``: time the check took.
+    """
+
+    gap_s: float
+    threshold_s: float
+    verdict: StallVerdict
+    dropped: int = 0
+    rewound: tuple[tuple[TopicPartition, int], ...] = ()
+    waited_s: float = 0.0
+
+    def deliver(self, listener: MembershipListener) -> None:
+        listener.on_stalled(self)
+
+
 class MembershipListener:
     """Base class for listeners; every method is an optional no-op."""
 
@@ -189,6 +224,9 @@ class MembershipListener:
 
     def on_batch(self, event: BatchProgress) -> None:
         """A micro-batch of :class:`~static_consumer.spark.MicroBatchRunner` was processed."""
+
+    def on_stalled(self, event: Stalled) -> None:
+        """A gap longer than half the session timeout was checked before records were handed out."""
 
 
 class Dispatcher:
@@ -235,4 +273,6 @@ __all__ = [
     "MembershipEvent",
     "MembershipListener",
     "Revoked",
+    "StallVerdict",
+    "Stalled",
 ]

@@ -27,6 +27,12 @@ _STATEFULSET_POD = re.compile(r"(?P<statefulset>.+)-(?P<ordinal>0|[1-9][0-9]*)")
 # alphabet. Checked first: a 5-character suffix can be all digits and would otherwise pass as an ordinal.
 _K8S_RAND = "[bcdfghjklmnpqrstvwxz2456789]"
 _DEPLOYMENT_POD = re.compile(rf".+-{_K8S_RAND}{{1,10}}-{_K8S_RAND}{{5}}")
+# DaemonSet, Job and bare ReplicaSet pods are "<owner>-<5 characters of that alphabet>". Its digits are 2
+# and 4-9, so a suffix of five of those digits (e.g. "fluentd-24567") is random, unless a StatefulSet has
+# more than 22,222 replicas: taken for random. Ordinals with a 0, 1 or 3, or not of five digits, cannot
+# be such a suffix. What no rule can tell: a pod or host named "<name>-<n>" by hand (a bare Pod, a VM
+# such as "ip-10-0-1-23") looks like ordinal n of StatefulSet "<name>".
+_RANDOM_SUFFIX_POD = re.compile(r".+-[245-9]{5}")
 
 
 @dataclass(frozen=True)
@@ -88,7 +94,7 @@ def check_template(template: str) -> frozenset[str]:
 
 def parse_pod_name(pod: str) -> tuple[str, int] | None:
     """``(statefulset, ordinal)`` for a StatefulSet-style pod name, else None."""
-    if _DEPLOYMENT_POD.fullmatch(pod):
+    if _DEPLOYMENT_POD.fullmatch(pod) or _RANDOM_SUFFIX_POD.fullmatch(pod):
         return None
     match = _STATEFULSET_POD.fullmatch(pod)
     if match is None:
@@ -128,10 +134,8 @@ def resolve_identity(
         )
     if parsed is None:
         if not allow_unstable:
-            deployment = _DEPLOYMENT_POD.fullmatch(pod)
-            kind = "a Deployment/ReplicaSet pod" if deployment else "not a StatefulSet pod"
             raise InvalidInstanceIdError(
-                f"pod name {pod!r} looks like {kind} (no '-<ordinal>' suffix): an id that changes on every "
+                f"pod name {pod!r} looks like {_not_statefulset(pod)}: an id that changes on every "
                 "rollout defeats static membership, since each restart joins as a new member and triggers "
                 "a rebalance. Run the consumer as a StatefulSet, set instance_id (or "
                 "STATIC_CONSUMER_INSTANCE_ID) to a stable value, or set allow_unstable_instance_id=True "
@@ -144,6 +148,18 @@ def resolve_identity(
             )
     rendered = template.format(pod=pod, statefulset=statefulset, ordinal=ordinal, group=group_id)
     return Identity(validate_instance_id(rendered), "pod", pod, statefulset, ordinal)
+
+
+def _not_statefulset(pod: str) -> str:
+    """What kind of pod name ``pod`` looks like, for the refusal message."""
+    if _DEPLOYMENT_POD.fullmatch(pod):
+        return "a Deployment/ReplicaSet pod (no '-<ordinal>' suffix)"
+    if _RANDOM_SUFFIX_POD.fullmatch(pod):
+        return (
+            "a DaemonSet, Job or ReplicaSet pod: its suffix is random (Kubernetes draws 5 characters whose "
+            "only digits are 2 and 4-9), not a StatefulSet ordinal"
+        )
+    return "not a StatefulSet pod (no '-<ordinal>' suffix)"
 
 
 def ordinal_of(identity: Identity) -> int:

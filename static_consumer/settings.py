@@ -6,11 +6,18 @@ Every field can come from the environment as ``STATIC_CONSUMER_<FIELD>`` (``topi
 variable and what to change. The constructor itself wraps pydantic's ``ValidationError`` (so no code
 path can get a raw pydantic error); ``ConsumerSettings.load(**overrides)`` is the same call, typed for
 the case where required fields come from the environment.
+
+Mistakes the model alone would not see are caught here too: the ``librdkafka`` passthrough goes through
+librdkafka's own configuration parser (``_passthrough``, no connection made), and a ``STATIC_CONSUMER_*``
+variable that is no setting (a misspelling, which pydantic-settings ignores) is logged once, with the
+closest setting's variable.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import logging
+import os
+from collections.abc import Callable, Mapping
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Annotated, Any, Literal
 
@@ -25,23 +32,35 @@ from pydantic import (
 )
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict, SettingsError
 
+from static_consumer._oauth import OAuthBearerToken
+from static_consumer._passthrough import librdkafka_problems
+from static_consumer._secrets import REDACTED, is_secret_key, redact_items
 from static_consumer._settings_rules import (
     CLASSIC_ONLY_KEYS,
     ENV_PREFIX,
     OWNED_KEYS,
-    REDACTED,
     combination_problems,
     describe,
     env_var,
-    is_secret_key,
+    is_owned,
     is_server,
     is_topic,
-    redact_items,
     split_servers,
+    unknown_env_vars,
 )
 from static_consumer.errors import ConfigurationError
 
+log = logging.getLogger(__name__)
 LibrdkafkaValue = str | int | float | bool
+# librdkafka's ranges for the properties these fields set (session.timeout.ms, heartbeat.interval.ms,
+# max.poll.interval.ms): checked here so the message names the field instead of a librdkafka key.
+_LIBRDKAFKA_MAX_SESSION_MS = 3_600_000
+_LIBRDKAFKA_MAX_POLL_INTERVAL_MS = 86_400_000
+_INT32_MAX = 2**31 - 1  # a StatefulSet's replicas is an int32
+# Longer than any sane wait: a bigger value is mostly milliseconds written into a seconds field.
+_MAX_WAIT_S = 3600.0
+_MAX_TOPIC_WAIT_S = 86400.0  # topics may come from a slow deployment step, but not after a day
+_warned_env: set[str] = set()  # misspelled variables already logged in this process
 _ENV_HINT = "STATIC_CONSUMER_LIBRDKAFKA must be a JSON object, e.g. '{\"fetch.min.bytes\": 1024}'"
 
 
@@ -80,6 +99,7 @@ class ConsumerSettings(BaseSettings):
     session_timeout_ms: int = Field(
         default=45000,
         gt=0,
+        le=_LIBRDKAFKA_MAX_SESSION_MS,
         description="Classic protocol: how long the broker waits for a silent member (e.g. a restarting pod) "
         "before rebalancing. Must lie within the broker's group.min/max.session.timeout.ms. Not settable "
         "with protocol `consumer` (broker-side `group.consumer.session.timeout.ms`).",
@@ -87,12 +107,14 @@ class ConsumerSettings(BaseSettings):
     heartbeat_interval_ms: int | None = Field(
         default=None,
         gt=0,
+        le=_LIBRDKAFKA_MAX_SESSION_MS,
         description="Classic protocol: heartbeat interval; must be below `session_timeout_ms`. "
         "Default: min(3000, session_timeout_ms / 3).",
     )
     max_poll_interval_ms: int = Field(
         default=300000,
         gt=0,
+        le=_LIBRDKAFKA_MAX_POLL_INTERVAL_MS,
         description="Longest allowed gap between polls before the member is considered stuck; at least "
         "`session_timeout_ms`.",
     )
@@ -121,7 +143,7 @@ class ConsumerSettings(BaseSettings):
         "takes its share by ordinal (manual assignment, needs `replicas`).",
     )
     replicas: int | None = Field(
-        default=None, ge=1, description="Ordinal mode only: the StatefulSet replica count."
+        default=None, ge=1, le=_INT32_MAX, description="Ordinal mode only: the StatefulSet replica count."
     )
     auto_offset_reset: Literal["earliest", "latest"] = Field(
         default="earliest", description="Where to start when the group has no committed offset."
@@ -129,12 +151,27 @@ class ConsumerSettings(BaseSettings):
     security_protocol: Literal["PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"] = Field(
         default="PLAINTEXT", description="How to talk to the brokers."
     )
-    sasl_mechanism: Literal["PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"] | None = Field(
-        default=None, description="Required with `SASL_PLAINTEXT`/`SASL_SSL`."
+    sasl_mechanism: Literal["PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512", "OAUTHBEARER"] | None = Field(
+        default=None,
+        description="Required with `SASL_PLAINTEXT`/`SASL_SSL`. `OAUTHBEARER` takes its token from "
+        "`sasl_oauth_token_provider`.",
     )
-    sasl_username: str | None = Field(default=None, description="SASL user; required with SASL.")
+    sasl_username: str | None = Field(
+        default=None, description="SASL user; required with SASL `PLAIN` and `SCRAM-*`."
+    )
     sasl_password: SecretStr | None = Field(
-        default=None, description="SASL password; required with SASL. Never shown in repr, logs or errors."
+        default=None,
+        description="SASL password; required with SASL `PLAIN` and `SCRAM-*`. Never shown in repr, logs or "
+        "errors.",
+    )
+    sasl_oauth_token_provider: Callable[[], OAuthBearerToken] | None = Field(
+        default=None,
+        exclude=True,
+        repr=False,
+        description="**Code only** (a callable cannot come from the environment): returns an "
+        "`OAuthBearerToken(value, expires_at)` for `sasl_mechanism='OAUTHBEARER'`. The consumer, the "
+        "capability probe and the admin tools all use it, and call it again before the token expires "
+        "(at 80% of its lifetime). Never serialized or shown.",
     )
     ssl_ca_location: str | None = Field(default=None, description="CA certificate file (PEM) for SSL.")
     ssl_certificate_location: str | None = Field(
@@ -146,25 +183,69 @@ class ConsumerSettings(BaseSettings):
     ssl_key_password: SecretStr | None = Field(
         default=None, description="Password of the client private key. Never shown."
     )
+    ssl_endpoint_identification: bool = Field(
+        default=True,
+        description="Check that the broker's certificate names the host connected to (librdkafka "
+        "`ssl.endpoint.identification.algorithm=https`, kafka-python `ssl_check_hostname`). Turn it off "
+        "only deliberately, for brokers reached by an address their certificates do not name; the "
+        "traffic stays encrypted but a man in the middle is no longer detected.",
+    )
     connect_timeout_s: float = Field(
-        default=30.0, gt=0, description="Bound for reaching the bootstrap servers (probe and first metadata)."
+        default=30.0,
+        gt=0,
+        le=_MAX_WAIT_S,
+        allow_inf_nan=False,
+        description="Bound for reaching the bootstrap servers (probe and first metadata).",
     )
     shutdown_timeout_s: float = Field(
         default=25.0,
         gt=0,
+        le=_MAX_WAIT_S,
+        allow_inf_nan=False,
         description="Bound for the SIGTERM path (finish the batch, commit, close). Keep it below the pod's "
         "terminationGracePeriodSeconds.",
+    )
+    release_margin_s: float = Field(
+        default=5.0,
+        gt=0,
+        le=_MAX_WAIT_S,
+        allow_inf_nan=False,
+        description="Consumer protocol: after a crash the broker holds this member's instance id until its "
+        "session times out, and a restart waits for that. A holder still listed this long after a full "
+        "session is alive (a duplicate process): the wait then gives up with exit 75. Raise it for brokers "
+        "too loaded to expire members on time; it never delays a restart, only that verdict.",
+    )
+    release_max_wait_s: float | None = Field(
+        default=None,
+        gt=0,
+        le=_MAX_WAIT_S,
+        allow_inf_nan=False,
+        description="Consumer protocol: hard bound for the whole wait for a held instance id, for when the "
+        "group cannot be described or its coordinator keeps moving (each move restarts the old member's "
+        "session). Default: 3 x (the group's session timeout + `release_margin_s`).",
+    )
+    missing_topic_timeout_s: float | None = Field(
+        default=120.0,
+        gt=0,
+        le=_MAX_TOPIC_WAIT_S,
+        allow_inf_nan=False,
+        description="How long a started consumer waits for a named topic that does not exist, or a `^regex` "
+        "that matches no topic, before `poll()`/`consume()` raise `MissingTopicError` (exit 78). Long enough "
+        "for topics another deployment step creates; a typo fails the pod instead of leaving it idle. Unset "
+        "(`none` in the environment): wait forever, with a warning.",
     )
     librdkafka: Mapping[str, LibrdkafkaValue] = Field(
         default_factory=dict,
         description="Extra librdkafka properties (a JSON object in the environment; read-only once built). "
-        "Keys the library owns are refused with the field to use instead; secret-looking values are "
-        "never shown.",
+        "Checked by librdkafka's own parser when the settings are built (unknown keys, values out of "
+        "range), without connecting. Keys the library owns are refused with the field to use instead; "
+        "secret-looking values are never shown.",
     )
 
     if not TYPE_CHECKING:  # runtime-only, so type checkers keep the field-derived signature
 
         def __init__(self, **values: Any) -> None:
+            hints = _misspelled_env_hints(type(self).model_fields)
             message = None
             try:
                 super().__init__(**values)
@@ -175,7 +256,7 @@ class ConsumerSettings(BaseSettings):
             if message is not None:
                 # Raised outside the except block: the ValidationError (which can hold raw input values,
                 # secrets included) must not ride along as __context__.
-                raise ConfigurationError(message)
+                raise ConfigurationError("\n".join([message, *(f"  - {hint}" for hint in hints)]))
 
     @classmethod
     def load(cls, **overrides: Any) -> ConsumerSettings:
@@ -193,6 +274,16 @@ class ConsumerSettings(BaseSettings):
                 f"every entry must be host:port (got {bad or value!r}), e.g. 'kafka-0:9092,kafka-1:9092'"
             )
         return ",".join(servers)
+
+    @field_validator("group_id")
+    @classmethod
+    def _check_group_id(cls, value: str) -> str:
+        # librdkafka trims ASCII whitespace from the value, so use the id it will use; a blank one
+        # leaves the consumer without a group, which makes confluent-kafka abort the process.
+        stripped = value.strip(" \t\n\r\f\v")
+        if not stripped:
+            raise ValueError("is blank: set the consumer group id")
+        return stripped
 
     @field_validator("topics", mode="before")
     @classmethod
@@ -212,6 +303,16 @@ class ConsumerSettings(BaseSettings):
             )
         return value
 
+    @field_validator("sasl_oauth_token_provider", mode="before")
+    @classmethod
+    def _provider_in_code(cls, value: object) -> object:
+        if isinstance(value, str):  # i.e. from STATIC_CONSUMER_SASL_OAUTH_TOKEN_PROVIDER
+            raise ValueError(
+                "a token provider is a callable and can only be set in code: "
+                "ConsumerSettings(sasl_oauth_token_provider=fetch_token, ...); unset the variable"
+            )
+        return value
+
     @field_validator("assignment_strategy", mode="before")
     @classmethod
     def _refuse_cooperative(cls, value: object) -> object:
@@ -222,6 +323,11 @@ class ConsumerSettings(BaseSettings):
                 "group.instance.id"
             )
         return value
+
+    @field_validator("missing_topic_timeout_s", mode="before")
+    @classmethod
+    def _none_from_the_environment(cls, value: object) -> object:
+        return None if isinstance(value, str) and value.strip().lower() in ("none", "null") else value
 
     @field_validator("librdkafka")
     @classmethod
@@ -240,6 +346,9 @@ class ConsumerSettings(BaseSettings):
     @model_validator(mode="after")
     def _check_combinations(self) -> ConsumerSettings:
         problems = combination_problems(self)
+        # Keys the library owns are reported above; librdkafka judges the others.
+        others = {k: v for k, v in self.librdkafka.items() if not is_owned(k, self.protocol)}
+        problems += librdkafka_problems(others, self.protocol, env_var("librdkafka"))
         if problems:
             raise ValueError("\n".join(problems))
         return self
@@ -251,6 +360,20 @@ class ConsumerSettings(BaseSettings):
             yield name, value
 
 
+def _misspelled_env_hints(fields: Mapping[str, object]) -> list[str]:
+    """Log each ``STATIC_CONSUMER_*`` variable that is not a setting (once per process); return the
+    hints, for the error message should the settings be refused (a misspelled required field)."""
+    hints = []
+    for name, closest in unknown_env_vars(os.environ, fields):
+        guess = f"did you mean {env_var(closest)} ({closest})?" if closest else "see docs/configuration.md"
+        hint = f"environment variable {name} is not a setting and is ignored; {guess}"
+        hints.append(hint)
+        if name not in _warned_env:
+            _warned_env.add(name)
+            log.warning("%s", hint)
+    return hints
+
+
 __all__ = [
     "CLASSIC_ONLY_KEYS",
     "ENV_PREFIX",
@@ -258,6 +381,7 @@ __all__ = [
     "REDACTED",
     "ConsumerSettings",
     "LibrdkafkaValue",
+    "OAuthBearerToken",
     "env_var",
     "is_secret_key",
 ]

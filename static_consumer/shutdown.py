@@ -15,12 +15,12 @@ from __future__ import annotations
 import logging
 import signal
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from types import FrameType
 
 from static_consumer.consumer import StaticConsumer
 from static_consumer.errors import EXIT_FATAL, EXIT_OK, RetriableError, StaticConsumerError
-from static_consumer.types import Record, TopicPartition
+from static_consumer.types import Record, RecordBatch, TopicPartition
 
 log = logging.getLogger(__name__)
 
@@ -28,7 +28,38 @@ EXIT_INTERRUPTED = 130  # shells' convention for SIGINT
 _MIN_CLOSE_S = 1.0  # close() gets at least this long even when the batch used up the shutdown bound
 
 
-class ShutdownSignal:
+class StopRequest:
+    """When a stop was asked for, and what is left of the shutdown bound since. Calling it asks the
+    consumer to stop (no I/O: safe in a signal handler). Both runners use it: this module's, from a
+    ``signal.signal`` handler, and ``static_consumer.aio``'s, from the event loop's signal handler."""
+
+    def __init__(self, stop: Callable[[], None], clock: Callable[[], float] = time.monotonic) -> None:
+        self.received_at: float | None = None
+        self.signum: int | None = None
+        self._stop = stop
+        self._clock = clock
+
+    def __call__(self, signum: int) -> None:
+        if self.received_at is None:
+            self.received_at, self.signum = self._clock(), signum
+        self._stop()
+
+    def remaining(self, bound_s: float) -> float:
+        """Seconds left of ``bound_s`` since the request (the whole bound if none arrived)."""
+        if self.received_at is None:
+            return bound_s
+        return bound_s - (self._clock() - self.received_at)
+
+    def close_timeout(self, bound_s: float) -> float:
+        """What close() gets: the rest of ``bound_s``, but at least ``_MIN_CLOSE_S`` even when the last
+        batch used up the bound (a close cut to nothing would abandon librdkafka's close at once)."""
+        remaining = self.remaining(bound_s)
+        if remaining < _MIN_CLOSE_S:
+            log.warning("the last batch used %.1fs of the %.1fs shutdown bound", bound_s - remaining, bound_s)
+        return max(remaining, _MIN_CLOSE_S)
+
+
+class ShutdownSignal(StopRequest):
     """Installed signal handlers that ask a consumer to stop; they do no I/O (signal-safe)."""
 
     def __init__(
@@ -37,22 +68,11 @@ class ShutdownSignal:
         signals: Iterable[signal.Signals] = (signal.SIGTERM,),
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
-        self.received_at: float | None = None
-        self.signum: int | None = None
-        self._consumer = consumer
-        self._clock = clock
+        super().__init__(consumer.stop, clock)
         self._previous = {sig: signal.signal(sig, self._handle) for sig in signals}
 
     def _handle(self, signum: int, frame: FrameType | None) -> None:
-        if self.received_at is None:
-            self.received_at, self.signum = self._clock(), signum
-        self._consumer.stop()
-
-    def remaining(self, bound_s: float) -> float:
-        """Seconds left of ``bound_s`` since the signal (the whole bound if none arrived)."""
-        if self.received_at is None:
-            return bound_s
-        return bound_s - (self._clock() - self.received_at)
+        self(signum)
 
     def restore(self) -> None:
         """Put the previous handlers back."""
@@ -82,7 +102,7 @@ class BatchCommitter:
         self._clock = clock
         self._failing_since: float | None = None
 
-    def commit(self, batch: list[Record]) -> dict[TopicPartition, int] | None:
+    def commit(self, batch: Sequence[Record] | RecordBatch) -> dict[TopicPartition, int] | None:
         """The offsets committed, or None when the commit was deferred to the next one."""
         try:
             sent = self._consumer.commit(batch)
@@ -135,11 +155,8 @@ def run_until_sigterm(
                 handle_batch(batch)
                 committer.commit(batch)
     finally:
-        remaining = handler.remaining(bound)
-        if remaining < _MIN_CLOSE_S:
-            log.warning("the last batch used %.1fs of the %.1fs shutdown bound", bound - remaining, bound)
         try:
-            consumer.close(timeout_s=max(remaining, _MIN_CLOSE_S))
+            consumer.close(timeout_s=handler.close_timeout(bound))
         finally:
             handler.restore()
 
@@ -161,6 +178,7 @@ def exit_code_for(exc: BaseException | None) -> int:
 __all__ = [
     "BatchCommitter",
     "ShutdownSignal",
+    "StopRequest",
     "exit_code_for",
     "install_sigterm_handler",
     "run_until_sigterm",

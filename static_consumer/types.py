@@ -3,18 +3,18 @@ types leak out.
 
 TopicPartition and Record are NamedTuples rather than dataclasses: a consumer builds one Record per
 message, and tuple construction, hashing and comparison run in C. They are immutable and compare by
-value. A RecordBatch holds one consume call's records field by field, for consumers that hand whole
-batches on (to Arrow, Spark, a bulk write) and should not pay for a Python object per record, nor for
-the fields they never read.
+value. A RecordList is the list consume() returns: a plain list of Records that also knows the highest
+offset of each partition, so committing it needs no pass over the records. A RecordBatch holds one
+consume call's records field by field, for consumers that hand whole batches on (to Arrow, Spark, a
+bulk write) and should not pay for a Python object per record, nor for the fields they never read.
 """
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from itertools import compress
+from itertools import compress, repeat
 from operator import itemgetter
-from typing import Any, NamedTuple, TypeVar, cast
+from typing import Any, NamedTuple, Self, SupportsIndex, TypeVar, cast
 
 _T = TypeVar("_T")
 
@@ -48,8 +48,16 @@ class Record(NamedTuple):
 
 Headers = tuple[tuple[str, bytes | None], ...]
 
-_new_record = functools.partial(tuple.__new__, Record)
+
+def make_records(fields: Iterable[tuple[Any, ...]]) -> Iterator[Record]:
+    """Records from tuples of their fields, built in C: ``Record.__new__`` is generated Python (a frame
+    per record), ``tuple.__new__`` makes the same tuple without one."""
+    return cast("Iterator[Record]", map(tuple.__new__, repeat(Record), fields))
+
+
 _OFFSET_OF_PAIR = itemgetter(1)
+_POSITION = itemgetter(0, 1)  # Record fields by position: (topic, partition) ...
+_OFFSET = itemgetter(2)  # ... and offset
 
 
 def highest_offsets(pairs: Iterable[tuple[tuple[str, int], int]]) -> dict[tuple[str, int], int]:
@@ -57,6 +65,72 @@ def highest_offsets(pairs: Iterable[tuple[tuple[str, int], int]]) -> dict[tuple[
     without a Python loop per pair: sorted by offset (linear for the usual already-ordered batch), a
     dict keeps the last value per key."""
     return dict(sorted(pairs, key=_OFFSET_OF_PAIR))
+
+
+class RecordList(list[Record]):
+    """The list of Records one ``consume()`` call returns.
+
+    A plain list in every respect (it compares, prints and pickles as one), that also remembers the
+    highest offset of each partition, worked out while its records were built from the client's
+    messages, so ``commit(records)`` needs no pass over them. Any change to the list forgets it; it is
+    then computed from the records, as for any other sequence of Records.
+    """
+
+    __slots__ = ("_highest",)
+
+    def __init__(self, records: Iterable[Record] = (), highest: dict[tuple[str, int], int] | None = None):
+        super().__init__(records)
+        self._highest = highest
+
+    def highest_offsets(self) -> dict[tuple[str, int], int]:
+        """Highest offset per (topic, partition): what a commit of the records needs."""
+        if self._highest is None:
+            self._highest = highest_offsets(zip(map(_POSITION, self), map(_OFFSET, self), strict=True))
+        return self._highest
+
+    # Every method that can change which records the list holds (sort and reverse cannot).
+    def _changed(self) -> None:
+        self._highest = None
+
+    def __setitem__(self, index: Any, value: Any) -> None:
+        self._changed()
+        super().__setitem__(index, value)
+
+    def __delitem__(self, index: Any) -> None:
+        self._changed()
+        super().__delitem__(index)
+
+    def __iadd__(self, other: Iterable[Record]) -> Self:  # type: ignore[override, misc]
+        self._changed()
+        return super().__iadd__(other)
+
+    def __imul__(self, times: SupportsIndex) -> Self:
+        self._changed()
+        return super().__imul__(times)
+
+    def append(self, record: Record) -> None:
+        self._changed()
+        super().append(record)
+
+    def extend(self, records: Iterable[Record]) -> None:
+        self._changed()
+        super().extend(records)
+
+    def insert(self, index: SupportsIndex, record: Record) -> None:
+        self._changed()
+        super().insert(index, record)
+
+    def pop(self, index: SupportsIndex = -1) -> Record:
+        self._changed()
+        return super().pop(index)
+
+    def remove(self, record: Record) -> None:
+        self._changed()
+        super().remove(record)
+
+    def clear(self) -> None:
+        self._changed()
+        super().clear()
 
 
 _COLUMNS = (
@@ -90,7 +164,7 @@ class RecordBatch:
     """
 
     COLUMNS = _COLUMNS
-    __slots__ = ("_columns", "_in_order", "_load", "_size", "_topic")
+    __slots__ = ("_columns", "_highest", "_in_order", "_load", "_size", "_topic")
 
     def __init__(
         self,
@@ -112,16 +186,26 @@ class RecordBatch:
         self._load: ColumnLoader | None = None
         self._topic: str | None = _UNKNOWN
         self._in_order = False
+        self._highest: Callable[[], dict[tuple[str, int], int]] | None = None
 
     @classmethod
-    def deferred(cls, size: int, load: ColumnLoader, *, topic: str | None = None) -> RecordBatch:
+    def deferred(
+        cls,
+        size: int,
+        load: ColumnLoader,
+        *,
+        topic: str | None = None,
+        highest: Callable[[], dict[tuple[str, int], int]] | None = None,
+    ) -> RecordBatch:
         """A batch of ``size`` records in client order whose columns come from ``load(name)`` when first
         read. ``topic``, when the caller knows every record is of that one topic, saves the topic column;
-        None leaves it to the records."""
+        None leaves it to the records. ``highest``, if given, answers :meth:`highest_offsets` without
+        building the partition and offset columns."""
         batch = cls.__new__(cls)
         batch._size, batch._columns, batch._load = size, {}, load
         batch._topic = topic if topic is not None and size else _UNKNOWN
         batch._in_order = True
+        batch._highest = highest
         return batch
 
     def _column(self, name: str) -> Any:
@@ -181,7 +265,18 @@ class RecordBatch:
         return self._size
 
     def __iter__(self) -> Iterator[Record]:
-        return iter(self.records())
+        # One Record at a time: a loop that drops each record keeps the collector's young generation
+        # empty (a whole list of them, next to the client's messages, would trigger a collection).
+        headers = self.headers
+        fields = (self.topics, self.partitions, self.offsets, self.keys, self.values, self.timestamps_ms)
+        return make_records(
+            zip(
+                *fields,
+                self.timestamp_types,
+                repeat((), self._size) if headers is None else headers,
+                strict=True,
+            )
+        )
 
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, RecordBatch):
@@ -196,9 +291,7 @@ class RecordBatch:
 
     def records(self) -> list[Record]:
         """The batch as :class:`Record` objects (built on demand, without a Python frame per record)."""
-        headers = self.headers if self.headers is not None else [()] * self._size
-        fields = (self.topics, self.partitions, self.offsets, self.keys, self.values, self.timestamps_ms)
-        return list(map(_new_record, zip(*fields, self.timestamp_types, headers, strict=True)))
+        return list(self)
 
     @classmethod
     def from_records(cls, records: Sequence[Record]) -> RecordBatch:
@@ -227,6 +320,8 @@ class RecordBatch:
 
     def highest_offsets(self) -> dict[tuple[str, int], int]:
         """Highest offset per (topic, partition): what a commit of the batch needs."""
+        if self._highest is not None:
+            return self._highest()
         if not self._in_order:
             return highest_offsets(self._pairs())
         return self._first_or_last(first=False)
@@ -284,4 +379,13 @@ class RecordBatch:
         return size
 
 
-__all__ = ["ColumnLoader", "Headers", "Record", "RecordBatch", "TopicPartition", "highest_offsets"]
+__all__ = [
+    "ColumnLoader",
+    "Headers",
+    "Record",
+    "RecordBatch",
+    "RecordList",
+    "TopicPartition",
+    "highest_offsets",
+    "make_records",
+]

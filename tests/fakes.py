@@ -9,20 +9,21 @@ that still owns partitions runs the revoke callback first.
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from static_consumer._adapter import (
+from static_consumer._core.seam import AdapterError, PollError, RebalanceCallback
+from static_consumer._groups import GroupDescription, GroupMember
+from static_consumer._kafka_codes import (
     FATAL,
     FENCED_INSTANCE_ID,
+    MAX_POLL_EXCEEDED,
+    TRANSPORT,
     UNRELEASED_INSTANCE_ID,
-    AdapterError,
-    PollError,
-    RebalanceCallback,
 )
 from static_consumer.capabilities import BrokerCapabilities
-from static_consumer.types import Record, RecordBatch, TopicPartition
+from static_consumer.types import Record, RecordBatch, RecordList, TopicPartition
 
 FENCED_TEXT = (
     "Fatal error: Broker: Static consumer fenced by other consumer with same group.instance.id: "
@@ -37,11 +38,16 @@ FENCED = PollError(FATAL, "_FATAL", FENCED_TEXT, fatal=True, retriable=False, ca
 UNRELEASED = PollError(
     FATAL, "_FATAL", UNRELEASED_TEXT, fatal=True, retriable=False, cause=UNRELEASED_INSTANCE_ID
 )
-TRANSPORT = PollError(
-    -195, "_TRANSPORT", "127.0.0.1:19092/1: Connection refused", fatal=False, retriable=True
+TRANSPORT_ERROR = PollError(
+    TRANSPORT, "_TRANSPORT", "127.0.0.1:19092/1: Connection refused", fatal=False, retriable=True
 )
+UNKNOWN_MEMBER = PollError(25, "UNKNOWN_MEMBER_ID", "Commit failed: Broker: Unknown member", False, False)
 MAX_POLL = PollError(
-    -147, "_MAX_POLL_EXCEEDED", "Application maximum poll interval (7000ms) exceeded by 72ms", False, False
+    MAX_POLL_EXCEEDED,
+    "_MAX_POLL_EXCEEDED",
+    "Application maximum poll interval (7000ms) exceeded by 72ms",
+    False,
+    False,
 )
 
 # Kafka 4.3-like capabilities (JoinGroup v9, LeaveGroup v5, ConsumerGroupHeartbeat present).
@@ -60,6 +66,19 @@ OLD = BrokerCapabilities(
     group_max_session_timeout_ms=300000,
     broker_version="2.2",
 )
+
+
+class FakeClock:
+    """A monotonic clock that moves only when told (``advance``), e.g. by a ``Freeze`` step."""
+
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+    def advance(self, seconds: float) -> None:
+        self.now += seconds
 
 
 def tp(partition: int, topic: str = "t") -> TopicPartition:
@@ -86,13 +105,20 @@ class Lose:
 
 
 @dataclass(frozen=True)
+class Freeze:
+    """The process stops for ``seconds`` inside this call (SIGSTOP, a GC pause): advances the clock."""
+
+    seconds: float
+
+
+@dataclass(frozen=True)
 class OutOfBand:
     """An error reported through error_cb rather than as a message."""
 
     error: PollError
 
 
-Step = Assign | Revoke | Lose | OutOfBand | Record | PollError | None
+Step = Assign | Revoke | Lose | Freeze | OutOfBand | Record | PollError | None
 
 
 @dataclass
@@ -113,6 +139,12 @@ class FakeAdapter:
     stored: dict[TopicPartition, int] = field(default_factory=dict)
     metadata_failures: deque[PollError] = field(default_factory=deque)
     starts: list[dict[TopicPartition, int | None]] = field(default_factory=list)
+    # Subscription entries (names or patterns) the cluster has no topic for; unmatched() reports them.
+    missing_topics: set[str] = field(default_factory=set)
+    topic_reads: int = 0
+    topic_read_failures: deque[PollError] = field(default_factory=deque)
+    seeks: list[tuple[TopicPartition, int]] = field(default_factory=list)
+    freeze: Callable[[float], object] | None = None  # what a Freeze step does (advance a fake clock)
     _callbacks: dict[str, RebalanceCallback] = field(default_factory=dict)
     _errors: list[PollError] = field(default_factory=list)
 
@@ -147,6 +179,12 @@ class FakeAdapter:
             raise AdapterError(self.metadata_failures.popleft())
         return {t: self.partition_count.get(t) for t in topics}
 
+    def unmatched(self, subscription: Sequence[str], timeout: float) -> list[str]:
+        self.topic_reads += 1
+        if self.topic_read_failures:
+            raise AdapterError(self.topic_read_failures.popleft())
+        return [entry for entry in subscription if entry in self.missing_topics]
+
     def _step(self) -> Record | PollError | None:
         while self.script and not self.dead:
             step = self.script.popleft()
@@ -159,6 +197,9 @@ class FakeAdapter:
             elif isinstance(step, Lose):
                 self._callbacks["lost"](list(step.partitions))
                 self.owned.difference_update(step.partitions)
+            elif isinstance(step, Freeze):
+                assert self.freeze is not None, "a Freeze step needs FakeFactory(freeze=...)"
+                self.freeze(step.seconds)
             elif isinstance(step, OutOfBand):
                 self._errors.append(step.error)
                 return None
@@ -182,6 +223,8 @@ class FakeAdapter:
             out.append(item)
             if isinstance(item, PollError):
                 break
+        if all(isinstance(item, Record) for item in out):
+            return RecordList(out)  # type: ignore[arg-type, return-value]  # like the confluent adapter
         return out
 
     def consume_batch(self, max_records: int, timeout: float) -> RecordBatch | list[Record | PollError]:
@@ -206,6 +249,10 @@ class FakeAdapter:
 
     def position(self, partitions: Sequence[TopicPartition]) -> dict[TopicPartition, int | None]:
         return {p: None for p in partitions}
+
+    def seek(self, partition: TopicPartition, offset: int) -> None:
+        self.calls.append("seek")
+        self.seeks.append((partition, offset))
 
     def assignment(self) -> list[TopicPartition]:
         return sorted(self.owned)
@@ -235,16 +282,76 @@ class FakeAdapter:
 class FakeFactory:
     """adapter_factory for StaticConsumer: one scripted FakeAdapter per call, in order."""
 
-    def __init__(self, *scripts: Iterable[Step]) -> None:
+    def __init__(self, *scripts: Iterable[Step], freeze: Callable[[float], object] | None = None) -> None:
         self._scripts = deque(deque(s) for s in scripts)
+        self._freeze = freeze
         self.adapters: list[FakeAdapter] = []
 
     def __call__(self, config: dict[str, Any]) -> FakeAdapter:
         script = self._scripts.popleft() if self._scripts else deque()
-        adapter = FakeAdapter(dict(config), script)
+        adapter = FakeAdapter(dict(config), script, freeze=self._freeze)
         self.adapters.append(adapter)
         return adapter
 
     @property
     def last(self) -> FakeAdapter:
         return self.adapters[-1]
+
+
+def holder(
+    member_id: str = "dead-1",
+    partitions: Iterable[int] = (0,),
+    instance_id: str = "orders-2",
+    host: str = "10.0.0.7",
+) -> GroupMember:
+    """A member holding ``instance_id``, as ConsumerGroupDescribe lists it."""
+    return GroupMember(
+        member_id, instance_id, "rdkafka", host, None, tuple(tp(p) for p in partitions)
+    )
+
+
+def group_look(*members: GroupMember, coordinator: int | None = 1) -> GroupDescription:
+    return GroupDescription("g", "Stable", "consumer", "uniform", members, coordinator=coordinator)
+
+
+@dataclass
+class FakeGroupWatch:
+    """The wait's broker look-ups as functions of the (fake) time: ``looks(now)`` is the group, or None
+    for an unanswered look; ``offsets(now)`` the committed offsets. Also its own factory."""
+
+    clock: Callable[[], float]
+    looks: Callable[[float], GroupDescription | None]
+    offsets: Callable[[float], Mapping[TopicPartition, int] | None] = lambda now: {}
+    look_times: list[float] = field(default_factory=list)
+    opened: int = 0
+    closed: int = 0
+
+    def __call__(self, settings: Any) -> FakeGroupWatch:
+        self.opened += 1
+        return self
+
+    def look(self) -> GroupDescription | None:
+        self.look_times.append(self.clock())
+        return self.looks(self.clock())
+
+    def committed(self, partitions: Sequence[TopicPartition]) -> Mapping[TopicPartition, int] | None:
+        offsets = self.offsets(self.clock())
+        return None if offsets is None else {p: offsets.get(p, -1) for p in partitions}
+
+    def close(self) -> None:
+        self.closed += 1
+
+
+class FakeTime:
+    """An instant clock: sleeps only move it forward."""
+
+    def __init__(self) -> None:
+        self.now = 0.0
+        self.sleeps: list[float] = []
+
+    def clock(self) -> float:
+        return self.now
+
+    def sleep(self, seconds: float) -> None:
+        self.sleeps.append(seconds)
+        self.now += seconds

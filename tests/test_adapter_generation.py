@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import struct
 
-from static_consumer._adapter import parse_generation
+from static_consumer._core.confluent import parse_generation
 
 
 def cgmd(generation: int, tail: bytes = b"orders\x00app-1-5f0c\x00\x00app-1\x00") -> bytes:

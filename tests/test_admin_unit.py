@@ -14,7 +14,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from static_consumer import _admin_io, admin
+from static_consumer import _broker, admin
 from static_consumer.admin._ordinals import instance_id_for, ordinal_of, ordinal_pattern
 from static_consumer.errors import (
     BrokerUnavailableError,
@@ -78,7 +78,7 @@ def fake(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[FakeAdmin]]:
     def session(_settings: ConsumerSettings, _doing: str) -> Iterator[FakeAdmin]:
         yield slot[0]
 
-    monkeypatch.setattr(_admin_io, "kafka_admin", session)
+    monkeypatch.setattr(_broker, "kafka_admin", session)
     yield slot
 
 
@@ -203,14 +203,12 @@ def test_kafka_python_errors_map_to_project_errors_without_secrets() -> None:
     s = settings(
         security_protocol="SASL_SSL", sasl_mechanism="PLAIN", sasl_username="u", sasl_password="hunter2"
     )
-    timeout = _admin_io.translate(
-        kafka_errors.KafkaTimeoutError("auth hunter2 failed"), s, "describe group g"
-    )
+    timeout = _broker.translate(kafka_errors.KafkaTimeoutError("auth hunter2 failed"), s, "describe group g")
     assert isinstance(timeout, BrokerUnavailableError) and timeout.exit_code == 75
     assert "hunter2" not in str(timeout) and "kafka-0:9092" in str(timeout)
-    auth = _admin_io.translate(kafka_errors.SaslAuthenticationFailedError(), s, "describe group g")
+    auth = _broker.translate(kafka_errors.SaslAuthenticationFailedError(), s, "describe group g")
     assert isinstance(auth, ConfigurationError)
-    old = _admin_io.translate(kafka_errors.UnsupportedVersionError(), s, "remove members")
+    old = _broker.translate(kafka_errors.UnsupportedVersionError(), s, "remove members")
     assert isinstance(old, CapabilityError) and old.exit_code == 69
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from static_consumer._admin_io import _from_describe_groups
+from static_consumer._broker import _from_describe_groups
 from static_consumer._groups import GroupDescription, GroupMember
 from static_consumer.admin.audit import audit_description, topics_of
 from static_consumer.types import TopicPartition

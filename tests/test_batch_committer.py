@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 from fakes import MODERN, Assign, FakeFactory, rec, tp
 
-from static_consumer._adapter import PollError
+from static_consumer._core.seam import PollError
 from static_consumer.consumer import State, StaticConsumer
 from static_consumer.errors import CommitFailedError, RetriableError
 from static_consumer.settings import ConsumerSettings

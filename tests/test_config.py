@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import ssl
+from pathlib import Path
 from typing import Any
 
 import confluent_kafka
@@ -9,7 +11,9 @@ import pytest
 from confluent_kafka.admin import AdminClient
 from kafka.admin import KafkaAdminClient
 
-from static_consumer._config import admin_config, consumer_config, kafka_python_config, redacted
+from static_consumer._config import admin_config, consumer_config, kafka_python_config
+from static_consumer._secrets import redact_items
+from static_consumer.errors import ConfigurationError
 from static_consumer.settings import ConsumerSettings
 
 UNREACHABLE = "127.0.0.1:1"  # librdkafka connects lazily; nothing listens here and nothing is awaited
@@ -65,7 +69,7 @@ def test_consumer_protocol_leaves_classic_keys_to_the_broker(remote: str | None)
 
 
 def test_security_and_passthrough_are_mapped() -> None:
-    s = make(**SASL, librdkafka={"fetch.min.bytes": 1024, "ssl.endpoint.identification.algorithm": "none"})
+    s = make(**SASL, librdkafka={"fetch.min.bytes": 1024})
     cfg = consumer_config(s, "orders-0")
     assert cfg["security.protocol"] == "SASL_SSL"
     assert (cfg["sasl.mechanisms"], cfg["sasl.username"], cfg["sasl.password"]) == (
@@ -75,7 +79,9 @@ def test_security_and_passthrough_are_mapped() -> None:
     )
     assert cfg["ssl.ca.location"] == "/etc/kafka/ca.pem"
     assert cfg["fetch.min.bytes"] == 1024
+    assert cfg["ssl.endpoint.identification.algorithm"] == "https"  # explicit, whatever the default
     assert "ssl.key.password" not in cfg  # unset optional settings are not sent as empty strings
+    assert "oauth_cb" not in cfg
 
 
 def test_mutual_tls_is_mapped() -> None:
@@ -95,12 +101,8 @@ def test_mutual_tls_is_mapped() -> None:
 
 def test_admin_config_has_connection_settings_only() -> None:
     without_ca = SASL | {"ssl_ca_location": None}  # librdkafka would load the CA file right away
-    passthrough = {
-        "fetch.min.bytes": 1024,
-        "ssl.endpoint.identification.algorithm": "none",
-        "socket.keepalive.enable": True,
-    }
-    s = make(**without_ca, librdkafka=passthrough)
+    passthrough = {"fetch.min.bytes": 1024, "socket.keepalive.enable": True}
+    s = make(**without_ca, ssl_endpoint_identification=False, librdkafka=passthrough)
     cfg = admin_config(s)
     assert cfg["bootstrap.servers"] == UNREACHABLE and cfg["sasl.password"] == "pw-value"
     assert cfg["ssl.endpoint.identification.algorithm"] == "none"
@@ -124,10 +126,25 @@ def test_kafka_python_config_is_accepted_by_kafka_python() -> None:
     assert cfg["ssl_cafile"] == "/etc/kafka/ca.pem"
 
 
-def test_kafka_python_follows_disabled_hostname_verification() -> None:
-    s = make(security_protocol="SSL", librdkafka={"ssl.endpoint.identification.algorithm": "none"})
-    assert kafka_python_config(s)["ssl_check_hostname"] is False
-    assert "ssl_check_hostname" not in kafka_python_config(make(security_protocol="SSL"))
+@pytest.mark.parametrize("verify", [True, False])
+def test_hostname_verification_is_the_same_for_all_three_clients(verify: bool) -> None:
+    s = make(security_protocol="SSL", ssl_endpoint_identification=verify)
+    algorithm = "https" if verify else "none"
+    assert consumer_config(s, None)["ssl.endpoint.identification.algorithm"] == algorithm
+    assert admin_config(s)["ssl.endpoint.identification.algorithm"] == algorithm
+    assert kafka_python_config(s)["ssl_check_hostname"] is verify
+    librdkafka_accepts(consumer_config(s, None))
+
+
+def test_plaintext_sends_no_tls_settings() -> None:
+    s = make()
+    assert "ssl.endpoint.identification.algorithm" not in consumer_config(s, None)
+    assert "ssl_check_hostname" not in kafka_python_config(s)
+
+
+def test_the_hostname_check_passthrough_is_refused_for_the_field() -> None:
+    with pytest.raises(ConfigurationError, match="set ssl_endpoint_identification instead"):
+        make(security_protocol="SSL", librdkafka={"ssl.endpoint.identification.algorithm": "none"})
 
 
 def test_redacted_masks_secret_values_and_keeps_the_rest() -> None:
@@ -139,7 +156,7 @@ def test_redacted_masks_secret_values_and_keeps_the_rest() -> None:
         "ssl_keyfile": "/k.pem",
         "group.id": "orders",
     }
-    out = redacted(cfg)
+    out = redact_items(cfg.items())
     assert out == {
         "sasl.password": "**********",
         "ssl_password": "**********",
@@ -149,3 +166,29 @@ def test_redacted_masks_secret_values_and_keeps_the_rest() -> None:
         "group.id": "orders",
     }
     assert cfg["sasl.password"] == "p"  # the input is not modified
+
+
+def test_kafka_python_never_prompts_for_the_pass_phrase_of_an_encrypted_key(tmp_path: Path) -> None:
+    from static_consumer.testing.certs import generate_pki
+
+    pki = generate_pki(tmp_path)
+    s = make(
+        security_protocol="SSL",
+        ssl_certificate_location=str(pki.client_cert),
+        ssl_key_location=str(pki.client_key_encrypted),
+    )
+    cfg = kafka_python_config(s)
+    assert cfg["ssl_password"] == ""  # with None, OpenSSL would read a pass phrase from the terminal
+    with pytest.raises(ssl.SSLError):  # what kafka-python does with it: fails instead of prompting
+        ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT).load_cert_chain(
+            cfg["ssl_certfile"], cfg["ssl_keyfile"], cfg["ssl_password"]
+        )
+    unencrypted = make(
+        security_protocol="SSL",
+        ssl_certificate_location=str(pki.client_cert),
+        ssl_key_location=str(pki.client_key),
+    )
+    cfg = kafka_python_config(unencrypted)
+    ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT).load_cert_chain(
+        cfg["ssl_certfile"], cfg["ssl_keyfile"], cfg["ssl_password"]
+    )

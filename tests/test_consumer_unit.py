@@ -1,4 +1,5 @@
-"""StaticConsumer on the fake adapter: gate, fencing, commits, close/leave, listeners, KIP-848 rejoin."""
+"""StaticConsumer on the fake adapter: gate, fencing, commits, close/leave, listeners (the KIP-848 wait for a
+held instance id: test_rejoin.py)."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ from fakes import (
     MAX_POLL,
     MODERN,
     OLD,
-    TRANSPORT,
+    TRANSPORT_ERROR,
     UNRELEASED,
     Assign,
     FakeFactory,
@@ -25,7 +26,7 @@ from fakes import (
     tp,
 )
 
-from static_consumer._adapter import PollError
+from static_consumer._core.seam import PollError
 from static_consumer.capabilities import BrokerCapabilities
 from static_consumer.consumer import State, StaticConsumer
 from static_consumer.errors import (
@@ -37,7 +38,6 @@ from static_consumer.errors import (
     InvalidInstanceIdError,
     RetriableError,
     StaticMembershipUnsupportedError,
-    UnreleasedInstanceIdError,
 )
 from static_consumer.events import (
     Assigned,
@@ -179,7 +179,7 @@ def test_poll_returns_records_and_fires_assigned() -> None:
 
 
 def test_non_fatal_errors_are_logged_rate_limited_and_not_raised(caplog: pytest.LogCaptureFixture) -> None:
-    c, _, _ = consumer([TRANSPORT, TRANSPORT, OutOfBand(TRANSPORT), rec(0, 1)])
+    c, _, _ = consumer([TRANSPORT_ERROR, TRANSPORT_ERROR, OutOfBand(TRANSPORT_ERROR), rec(0, 1)])
     with caplog.at_level(logging.WARNING, logger="static_consumer"), c:
         results = [c.poll(0.1) for _ in range(4)]
     assert results == [None, None, None, rec(0, 1)]
@@ -232,8 +232,14 @@ def test_fencing_raises_fenced_and_never_commits_afterwards() -> None:
 
 
 def test_fencing_is_recognised_from_the_text_alone() -> None:
-    text_only = PollError(-150, "_FATAL", FENCED.reason, fatal=True, retriable=False, cause=None)
-    c, _, _ = consumer([text_only])
+    # Another librdkafka version's wording: the adapter still finds the broker cause in the text.
+    import confluent_kafka
+
+    from static_consumer._core.confluent import poll_error
+
+    text = "Fatal error: Broker: this static instance was fenced by a newer member"
+    error = poll_error(confluent_kafka.KafkaError(confluent_kafka.KafkaError._FATAL, text))
+    c, _, _ = consumer([error])
     with c, pytest.raises(FencedInstanceError):
         c.poll(0.1)
 
@@ -266,6 +272,40 @@ def test_fatal_commit_error_is_fencing_when_text_says_so() -> None:
         factory.last.commit_failures.append(FENCED)
         with pytest.raises(FencedInstanceError):
             c.commit(record)
+
+
+def test_a_classic_fence_after_the_client_lost_its_own_session_rejoins_instead_of_dying() -> None:
+    # librdkafka reset its member id (session lost locally) and a commit sent meanwhile was refused as
+    # fenced by this process's own earlier member: no duplicate exists, so a new client rejoins.
+    c, factory, recorder = consumer([Assign((tp(0),)), rec(0, 1)], [Assign((tp(0),)), rec(0, 1)])
+    with c:
+        record = c.poll(0.1)
+        assert record is not None
+        factory.last.member = None  # what memberid() returns after librdkafka's local session timeout
+        factory.last.commit_failures.append(FENCED)
+        with pytest.raises(CommitFailedError):
+            c.commit(record)
+        assert len(factory.adapters) == 2 and c.state is State.JOINING
+        assert [e.partitions for e in recorder.of(Lost)] == [(tp(0),)]
+        assert recorder.of(Fenced) == []
+        assert c.poll(0.1) == rec(0, 1)  # redelivered by the new client, which joined again
+        assert c.state is State.RUNNING
+    assert factory.adapters[0].commits == []
+
+
+def test_the_same_fence_from_poll_rejoins_too_but_not_with_a_member_id_or_under_kip848() -> None:
+    c, factory, _ = consumer([Assign((tp(0),)), FENCED], [Assign((tp(0),)), rec(0, 3)])
+    with c:
+        factory.last.member = None
+        assert c.poll(0.1) is None  # the fence was handled; the new client joins
+        assert c.poll(0.1) == rec(0, 3)
+    with_member, _, _ = consumer([Assign((tp(0),)), FENCED])
+    with with_member, pytest.raises(FencedInstanceError):  # a member id: another process took the id
+        with_member.poll(0.1)
+    kip848, factory848, _ = consumer([Assign((tp(0),)), FENCED], settings=make_settings(protocol="consumer"))
+    with kip848, pytest.raises(FencedInstanceError):
+        factory848.last.member = None
+        kip848.poll(0.1)
 
 
 # -- losing partitions -----------------------------------------------------------------------------------
@@ -326,7 +366,7 @@ def test_refused_commit_raises_commit_failed_error() -> None:
         with pytest.raises(CommitFailedError) as info:
             c.commit(record)
         assert not info.value.retriable
-        factory.last.commit_failures.append(TRANSPORT)
+        factory.last.commit_failures.append(TRANSPORT_ERROR)
         with pytest.raises(RetriableError) as retry:
             c.commit()
         assert retry.value.retriable
@@ -459,85 +499,6 @@ def test_break_does_not_mark_the_current_record() -> None:
         assert c.commit() == {tp(0): 1}
 
 
-# -- KIP-848: instance id still held by the previous incarnation ----------------------------------------
-
-
-class FakeTime:
-    def __init__(self) -> None:
-        self.now = 0.0
-        self.sleeps: list[float] = []
-
-    def clock(self) -> float:
-        return self.now
-
-    def sleep(self, seconds: float) -> None:
-        self.sleeps.append(seconds)
-        self.now += seconds
-
-
-def test_unreleased_instance_id_is_retried_with_a_new_client() -> None:
-    t = FakeTime()
-    c, factory, _ = consumer(
-        [UNRELEASED],
-        [UNRELEASED],
-        [Assign((tp(0),)), rec(0, 3)],
-        settings=make_settings(protocol="consumer"),
-        sleep=t.sleep,
-        clock=t.clock,
-    )
-    with c:
-        assert c.poll(0.1) is None
-        assert c.poll(0.1) == rec(0, 3)
-    assert len(factory.adapters) == 3
-    assert all(a.calls.count("close") == 1 for a in factory.adapters)
-    assert t.sleeps and sum(t.sleeps) < 50
-
-
-def test_unreleased_gives_up_after_the_session_timeout() -> None:
-    t = FakeTime()
-    c, factory, _ = consumer(
-        *([UNRELEASED] for _ in range(200)),
-        settings=make_settings(protocol="consumer"),
-        sleep=t.sleep,
-        clock=t.clock,
-    )
-    c.start()
-    with pytest.raises(UnreleasedInstanceIdError) as info:
-        c.poll(0.1)
-    assert info.value.retriable and info.value.exit_code == 75
-    assert 45 <= t.now <= 50  # 45 s session timeout + 5 s margin
-    assert len(factory.adapters) < 40
-    with pytest.raises(UnreleasedInstanceIdError):
-        c.poll(0.1)
-    c.close()
-
-
-def test_unreleased_after_being_assigned_is_fencing() -> None:
-    c, factory, _ = consumer(
-        [Assign((tp(0),)), Lose((tp(0),)), UNRELEASED], settings=make_settings(protocol="consumer")
-    )
-    with c, pytest.raises(FencedInstanceError):
-        c.poll(0.1)  # assigned, lost (the old session expired), then refused: replaced by another process
-    assert len(factory.adapters) == 1
-
-
-def test_stop_ends_the_unreleased_retries_quietly() -> None:
-    t = FakeTime()
-    c, factory, _ = consumer(
-        *([UNRELEASED] for _ in range(200)),
-        settings=make_settings(protocol="consumer"),
-        sleep=t.sleep,
-        clock=t.clock,
-    )
-    c.start()
-    c.stop()  # e.g. SIGTERM while waiting for the broker to release the id
-    assert c.poll(0.1) is None
-    assert len(factory.adapters) <= 2
-    with pytest.raises(UnreleasedInstanceIdError):
-        c.poll(0.1)
-    c.close()
-
-
 # -- the adapter's reading of librdkafka errors (no broker needed) ----------------------------------------
 
 
@@ -548,7 +509,7 @@ def test_stop_ends_the_unreleased_retries_quietly() -> None:
 def test_adapter_reads_the_broker_cause_of_a_fatal_error(text: str, cause: int | None) -> None:
     import confluent_kafka
 
-    from static_consumer._adapter import poll_error
+    from static_consumer._core.confluent import poll_error
 
     # As observed on Kafka 4.3: fencing arrives with code _FATAL and fatal() False.
     error = poll_error(confluent_kafka.KafkaError(confluent_kafka.KafkaError._FATAL, text, fatal=False))
@@ -561,7 +522,7 @@ def test_a_commit_refused_with_fenced_instance_id_is_a_fatal_fence() -> None:
     # A commit that reaches the broker after the fence raises code 82 itself, with fatal() False.
     import confluent_kafka
 
-    from static_consumer._adapter import poll_error
+    from static_consumer._core.confluent import poll_error
 
     error = poll_error(confluent_kafka.KafkaError(82, "Commit failed: Broker: Static consumer fenced"))
     assert error.fatal and error.cause == 82
@@ -605,3 +566,21 @@ def test_consume_batch_gives_the_records_back_after_a_listener_error() -> None:
         with pytest.raises(RuntimeError, match="listener failed"):
             c.consume_batch(10, 0.1)
         assert c.consume_batch(10, 0.1).records() == [rec(0, 3), rec(0, 4)]
+
+
+def test_status_says_what_the_consumer_is_doing_and_is_ready_only_when_running() -> None:
+    c, _, _ = consumer([Assign((tp(1), tp(0))), rec(0, 0), None, FENCED])
+    assert (c.status().state, c.status().ready) == (State.NEW, False)
+    c.start()
+    assert (c.status().state, c.status().ready) == (State.JOINING, False)
+    c.consume(10, 0.0)
+    status = c.status()
+    assert (status.state, status.ready, status.assignment) == (State.RUNNING, True, (tp(0), tp(1)))
+    assert (status.group_id, status.instance_id, status.member_id) == ("g", "orders-2", "member-1")
+    c.stop()
+    assert c.status().stopping
+    with pytest.raises(FencedInstanceError):
+        c.consume(10, 0.0)
+    fenced = c.status()
+    assert (fenced.state, fenced.ready) == (State.FENCED, False) and "fenced" in (fenced.error or "")
+    c.close()

@@ -91,6 +91,36 @@ def test_deployment_pod_with_an_all_digit_suffix_is_not_taken_for_an_ordinal() -
         resolve_identity({"POD_NAME": "web-7d4b9c8f6d-24567"}, group_id="g")
 
 
+# Kubernetes' random suffixes (DaemonSet, Job, bare ReplicaSet pods: "<owner>-<5 characters>") come from
+# K8S_RAND, whose digits are 2 and 4-9: a suffix of five such digits is random far more likely than the
+# ordinal of a StatefulSet with over 22,222 replicas.
+random_digit_suffixes = st.text(alphabet="2456789", min_size=5, max_size=5)
+
+
+@given(statefulset_names, random_digit_suffixes)
+def test_a_random_all_digit_pod_suffix_is_not_taken_for_an_ordinal(name: str, suffix: str) -> None:
+    pod = f"{name}-{suffix}"
+    assert parse_pod_name(pod) is None
+    with pytest.raises(InvalidInstanceIdError, match="rollout defeats static membership"):
+        resolve_identity({"POD_NAME": pod}, group_id="g")  # "a-2-22222" may also read as a Deployment pod
+    allowed = resolve_identity({"POD_NAME": pod}, group_id="g", allow_unstable=True)
+    assert (allowed.instance_id, allowed.ordinal) == (pod, None)
+
+
+def test_the_issue_example_fluentd_24567() -> None:
+    with pytest.raises(InvalidInstanceIdError, match="DaemonSet, Job or ReplicaSet pod: its suffix is"):
+        resolve_identity({"POD_NAME": "fluentd-24567"}, group_id="g")
+
+
+@pytest.mark.parametrize(
+    ("pod", "ordinal"),
+    # Digits Kubernetes never puts in a random suffix (0, 1, 3), or not five of them: an ordinal.
+    [("orders-10234", 10234), ("orders-30000", 30000), ("orders-2456", 2456), ("orders-245678", 245678)],
+)
+def test_ordinals_that_cannot_be_random_suffixes_are_kept(pod: str, ordinal: int) -> None:
+    assert parse_pod_name(pod) == ("orders", ordinal)
+
+
 @pytest.mark.parametrize("pod", ["worker", "web-01", "web-", "web-1a", "-3"])
 def test_names_without_an_ordinal_suffix_are_rejected(pod: str) -> None:
     with pytest.raises(InvalidInstanceIdError, match="not a StatefulSet pod"):

@@ -190,3 +190,61 @@ def test_init_script_scales_then_waits_for_exactly_the_dropped_pods(tmp_path: Pa
     assert calls[1] == f"scale statefulset {name} --replicas={replicas}"
     waited = sorted({c.split()[2] for c in calls if c.startswith("get pod")})
     assert waited == [f"{name}-{k}" for k in range(replicas, 4)]
+
+
+# ------------------------------------------------------------------------------ secured cluster kit
+SECURE = load("statefulset-tls.yaml")
+DOCS = EXAMPLES.parent / "docs" / "security.md"
+
+
+def secure_env() -> tuple[dict[str, str], dict[str, Any]]:
+    """The consumer's ConfigMap values and its other variables (literal values and valueFrom specs)."""
+    (container,) = containers(SECURE["StatefulSet"])
+    (source,) = container["envFrom"]
+    assert source["configMapRef"]["name"] == SECURE["ConfigMap"]["metadata"]["name"]
+    config = {k: str(v) for k, v in SECURE["ConfigMap"]["data"].items()}
+    return config, {var["name"]: var.get("value", var.get("valueFrom")) for var in container["env"]}
+
+
+def test_the_secured_statefulset_sets_only_variables_the_library_reads() -> None:
+    config, env = secure_env()
+    names = {n for n in [*config, *env] if n.startswith(PREFIX)}
+    assert names <= library_env_names(), f"unknown variables: {sorted(names - library_env_names())}"
+    assert not [n for n in config if "PASSWORD" in n], "secrets belong in a Secret, not the ConfigMap"
+
+
+def test_the_secured_statefulset_is_a_valid_configuration(monkeypatch: pytest.MonkeyPatch) -> None:
+    config, env = secure_env()
+    for key, value in config.items():
+        monkeypatch.setenv(key, value)
+    for name, value in env.items():
+        if isinstance(value, dict) and "secretKeyRef" in value:
+            monkeypatch.setenv(name, f"from-secret-{value['secretKeyRef']['key']}")
+    settings = ConsumerSettings.load()
+    assert (settings.security_protocol, settings.sasl_mechanism) == ("SASL_SSL", "SCRAM-SHA-512")
+    assert settings.sasl_password is not None and settings.ssl_endpoint_identification
+    assert env["STATIC_CONSUMER_SASL_PASSWORD"]["secretKeyRef"]["key"] == "password"
+
+
+def test_every_file_setting_points_into_a_mounted_secret() -> None:
+    config, _ = secure_env()
+    (container,) = containers(SECURE["StatefulSet"])
+    volumes = {v["name"]: v for v in SECURE["StatefulSet"]["spec"]["template"]["spec"]["volumes"]}
+    paths = [v for k, v in config.items() if k.endswith("_LOCATION")]
+    assert paths, "the example mounts the CA certificate"
+    for path in paths:
+        mount = next(
+            m for m in container["volumeMounts"] if path.startswith(m["mountPath"].rstrip("/") + "/")
+        )
+        assert mount.get("readOnly") is True
+        secret = volumes[mount["name"]]["secret"]  # a Secret volume, not a ConfigMap or emptyDir
+        relative = path[len(mount["mountPath"].rstrip("/")) + 1 :]
+        assert relative in [item["path"] for item in secret["items"]], f"{path} is not in {secret}"
+
+
+def test_the_security_recipes_use_only_variables_the_library_reads() -> None:
+    text = DOCS.read_text()
+    names = set(re.findall(r"STATIC_CONSUMER_[A-Z_]+", text))
+    assert names and names <= library_env_names(), sorted(names - library_env_names())
+    for block in re.findall(r"```yaml\n(.*?)```", text, flags=re.S):
+        yaml.safe_load(block)  # every snippet is valid YAML

@@ -8,17 +8,15 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 import pytest
-from fakes import MODERN, OLD, TRANSPORT, FakeAdapter, Step, rec, tp
+from fakes import MODERN, OLD, TRANSPORT_ERROR, UNKNOWN_MEMBER, FakeAdapter, Step, rec, tp
 
 from assignors import ordinal_plan_all
-from static_consumer._adapter import PollError
+from static_consumer._core.seam import PollError
 from static_consumer.consumer import State, StaticConsumer
 from static_consumer.errors import CommitFailedError, ConfigurationError, FatalConsumerError, RetriableError
 from static_consumer.events import Assigned, Closed, MembershipEvent, MembershipListener, Revoked
 from static_consumer.settings import ConsumerSettings
 from static_consumer.types import TopicPartition
-
-UNKNOWN_MEMBER = PollError(25, "UNKNOWN_MEMBER_ID", "Commit failed: Broker: Unknown member", False, False)
 
 
 def settings(**overrides: Any) -> ConsumerSettings:
@@ -198,7 +196,8 @@ def test_a_pod_beyond_the_partition_count_owns_nothing_but_runs() -> None:
         ({"POD_NAME": "app-0"}, {"topics": ()}, "topics is empty"),
         ({}, {"instance_id": "fixed"}, "needs a StatefulSet pod name"),
         ({"POD_NAME": "web"}, {"allow_unstable_instance_id": True}, "needs a StatefulSet pod name"),
-        ({"POD_NAME": "app-0"}, {"librdkafka": {"topic.metadata.refresh.interval.ms": "soon"}}, "integer"),
+        # librdkafka takes "1.5" (as 1); "soon" is refused when the settings are built (test_bad_input.py)
+        ({"POD_NAME": "app-0"}, {"librdkafka": {"topic.metadata.refresh.interval.ms": "1.5"}}, "integer"),
     ],
 )
 def test_configuration_errors_say_what_to_change(
@@ -245,7 +244,7 @@ def _failing_start(failures: list[PollError], clock: Clock) -> tuple[StaticConsu
 
 def test_a_transient_metadata_error_at_start_is_retried() -> None:
     # A new cluster answers NOT_COORDINATOR / connection errors for a moment.
-    c, factory, slept = _failing_start([TRANSPORT, TRANSPORT], Clock())
+    c, factory, slept = _failing_start([TRANSPORT_ERROR, TRANSPORT_ERROR], Clock())
     with c:
         assert c.assignment and len(slept) == 2
         assert factory.last.calls.count("metadata") == 3
@@ -253,7 +252,7 @@ def test_a_transient_metadata_error_at_start_is_retried() -> None:
 
 def test_metadata_unreadable_for_connect_timeout_is_retriable_and_closes_the_client() -> None:
     clock = Clock()
-    c, factory, slept = _failing_start([TRANSPORT] * 1000, clock)
+    c, factory, slept = _failing_start([TRANSPORT_ERROR] * 1000, clock)
     began = clock.now
     with pytest.raises(RetriableError, match="partition counts"):
         c.start()
@@ -344,7 +343,7 @@ def test_a_failed_refresh_keeps_the_assignment_and_retries_later() -> None:
     c, _ = ordinal_consumer("app-0", factory, clock=clock, replicas=1, **_refresh_settings(1000))
     with c:
         counts["t"] = 3
-        factory.last.metadata_failures.append(TRANSPORT)
+        factory.last.metadata_failures.append(TRANSPORT_ERROR)
         clock.now += 1.0
         assert c.poll(0.0) is None
         assert c.assignment == {tp(0), tp(1)}

@@ -14,9 +14,9 @@ from typing import Any
 import kafka.errors as kafka_errors
 import pytest
 
-from static_consumer import _admin_io
-from static_consumer._kafka_python import scrub, scrubbed_logs
-from static_consumer._startup import plan_join
+from static_consumer import _broker
+from static_consumer._core.join import plan_join
+from static_consumer._secrets import scrub, scrubbed_logs
 from static_consumer.capabilities import BrokerCapabilities
 from static_consumer.errors import AuthenticationError, ConfigurationError
 from static_consumer.settings import REDACTED, ConsumerSettings
@@ -74,7 +74,7 @@ def test_scrub_masks_plain_and_bytes_repr_forms() -> None:
 def test_a_sasl_refusal_is_an_authentication_error_which_is_a_configuration_error() -> None:
     settings = ConsumerSettings(**SASL)
     refusal = kafka_errors.SaslAuthenticationFailedError(f"invalid credentials {PASSWORD}")
-    error = _admin_io.translate(refusal, settings, "describe group g")
+    error = _broker.translate(refusal, settings, "describe group g")
     assert isinstance(error, AuthenticationError) and isinstance(error, ConfigurationError)
     assert not error.retriable and error.exit_code == 78
     assert "'alice'" in str(error) and PASSWORD not in str(error)

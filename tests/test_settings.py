@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import traceback
 from pathlib import Path
 from typing import Any
 
@@ -13,7 +14,7 @@ from pydantic import ValidationError
 
 from static_consumer._docgen import render
 from static_consumer.errors import ConfigurationError
-from static_consumer.settings import CLASSIC_ONLY_KEYS, OWNED_KEYS, ConsumerSettings
+from static_consumer.settings import CLASSIC_ONLY_KEYS, OWNED_KEYS, ConsumerSettings, OAuthBearerToken
 
 ROOT = Path(__file__).resolve().parents[1]
 BASE: dict[str, Any] = {"bootstrap_servers": "kafka-0:9092", "group_id": "orders"}
@@ -215,6 +216,60 @@ def test_security_settings_that_would_be_ignored_are_refused() -> None:
     assert "set security_protocol to SASL_SSL" in error_of(**BASE, sasl_username="u")
     assert "traffic is not encrypted" in error_of(**BASE, ssl_ca_location="/ca.pem")
     assert "needs both" in error_of(**BASE, security_protocol="SSL", ssl_certificate_location="/c.pem")
+
+
+def test_hostname_verification_is_on_by_default_and_off_only_with_tls() -> None:
+    assert make(security_protocol="SSL").ssl_endpoint_identification is True
+    assert (
+        make(
+            security_protocol="SASL_SSL",
+            sasl_mechanism="PLAIN",
+            sasl_username="u",
+            sasl_password="p",
+            ssl_endpoint_identification=False,
+        ).ssl_endpoint_identification
+        is False
+    )
+    message = error_of(**BASE, ssl_endpoint_identification=False)
+    assert "ssl_* settings are ignored with security_protocol=PLAINTEXT" in message
+
+
+def _token() -> OAuthBearerToken:
+    return OAuthBearerToken("token-value-Kp31", expires_at=4_000_000_000.0)
+
+
+OAUTH: dict[str, Any] = BASE | {
+    "security_protocol": "SASL_SSL",
+    "sasl_mechanism": "OAUTHBEARER",
+    "sasl_oauth_token_provider": _token,
+}
+
+
+def test_oauthbearer_needs_the_provider_and_nothing_else() -> None:
+    assert ConsumerSettings(**OAUTH).sasl_oauth_token_provider is _token
+    assert "needs sasl_oauth_token_provider" in error_of(**OAUTH | {"sasl_oauth_token_provider": None})
+    message = error_of(**OAUTH | {"sasl_username": "u", "sasl_password": "p"})
+    assert "sasl_username and sasl_password are not used with sasl_mechanism=OAUTHBEARER" in message
+    plain = OAUTH | {"sasl_mechanism": "PLAIN", "sasl_username": "u", "sasl_password": "p"}
+    assert "only used with sasl_mechanism=OAUTHBEARER, not PLAIN" in error_of(**plain)
+    assert "set security_protocol to SASL_SSL" in error_of(**OAUTH | {"security_protocol": "SSL"})
+
+
+def test_the_token_provider_cannot_come_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("STATIC_CONSUMER_SASL_OAUTH_TOKEN_PROVIDER", "mymodule:fetch_token")
+    message = error_of(**{k: v for k, v in OAUTH.items() if k != "sasl_oauth_token_provider"})
+    assert "STATIC_CONSUMER_SASL_OAUTH_TOKEN_PROVIDER" in message and "can only be set in code" in message
+
+
+def test_a_token_provider_that_is_not_callable_is_refused_without_echoing_it() -> None:
+    class Holder:
+        def __repr__(self) -> str:
+            return "token-value-Kp31"
+
+    with pytest.raises(ConfigurationError) as info:
+        ConsumerSettings(**OAUTH | {"sasl_oauth_token_provider": Holder()})
+    assert "sasl_oauth_token_provider" in str(info.value)
+    assert "token-value-Kp31" not in "".join(traceback.format_exception(info.value))
 
 
 def test_all_combination_problems_are_reported_at_once() -> None:

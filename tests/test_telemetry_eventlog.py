@@ -17,6 +17,7 @@ from static_consumer.events import (
     Joining,
     MembershipEvent,
     Revoked,
+    Stalled,
 )
 from static_consumer.telemetry import SCHEMA_VERSION, EventLog, read_event_log
 from static_consumer.types import TopicPartition
@@ -86,6 +87,26 @@ def test_lines_follow_schema_v1() -> None:
     assert revoked["event"] == "revoked" and revoked["rebalance"] is False
     assert (rebalanced["rebalance"], rebalanced["moved"], rebalanced["duration_s"]) == (True, 1, 0.25)
     assert fenced["event"] == "fenced" and fenced["error"] == "fenced by app-1 elsewhere"
+
+
+def test_a_stall_line_says_the_gap_verdict_and_what_was_dropped_or_rewound() -> None:
+    out = io.StringIO()
+    log = EventLog(out, look_up_held=False)
+    write(
+        log,
+        Stalled(**fields(5.0, 3), gap_s=9.25, threshold_s=3.0, verdict="gone", dropped=4, waited_s=0.012),
+        Stalled(**fields(11.0, 3), gap_s=6.5, threshold_s=3.0, verdict="expired", rewound=((tps(1)[0], 40),)),
+    )
+    gone, expired = (json.loads(line) for line in out.getvalue().splitlines())
+    assert ALWAYS <= gone.keys() and gone["event"] == "stalled"
+    assert (gone["gap_s"], gone["verdict"], gone["dropped"], gone["rewound"], gone["waited_s"]) == (
+        9.25,
+        "gone",
+        4,
+        [],
+        0.012,
+    )
+    assert expired["rewound"] == [{"topic": "t", "partition": 1, "offset": 40}]
 
 
 def test_restart_appends_and_shows_the_generation_kept(tmp_path: Path) -> None:

@@ -16,7 +16,7 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.trace import StatusCode
 
-from static_consumer import consumer as consumer_module
+from static_consumer._core import modes as modes_module
 from static_consumer.consumer import StaticConsumer
 from static_consumer.events import (
     Assigned,
@@ -27,6 +27,7 @@ from static_consumer.events import (
     Lost,
     MembershipEvent,
     Revoked,
+    Stalled,
 )
 from static_consumer.settings import ConsumerSettings
 from static_consumer.telemetry import (
@@ -186,6 +187,21 @@ def test_lost_and_fenced(otel: Otel) -> None:
     assert [s.status.status_code for s in interrupted] == [StatusCode.ERROR]
 
 
+def test_stalls_count_by_verdict_with_dropped_records_and_a_span(otel: Otel) -> None:
+    otel.feed(
+        joining(0, HeldAssignment(False, (), "Stable"), protocol="consumer"),
+        Assigned(**fields(1, 2), partitions=tps(2, 3)),
+        Stalled(**fields(20, 2), gap_s=9.5, threshold_s=3.0, verdict="gone", dropped=17, waited_s=0.5),
+        Stalled(**fields(30, 2), gap_s=4.0, threshold_s=3.0, verdict="ok"),
+    )
+    assert otel.total("static_consumer.stalls", **{"static_consumer.stall.verdict": "gone"}) == 1
+    assert otel.total("static_consumer.stalls", **{"static_consumer.stall.verdict": "ok"}) == 1
+    assert otel.total("static_consumer.stall.dropped_records") == 17
+    spans = [s for s in otel.spans.get_finished_spans() if s.name == "static_consumer.stall"]
+    assert [s.status.status_code for s in spans] == [StatusCode.ERROR, StatusCode.UNSET]
+    assert spans[0].start_time == 10 * 10**9 and spans[0].end_time == 20 * 10**9  # the gap and the check
+
+
 def test_listener_works_without_an_sdk() -> None:
     listener = OtelListener()  # the API's global (no-op unless the application set one) providers
     for event in (
@@ -209,7 +225,7 @@ def test_through_the_consumer_the_broker_is_asked_before_the_join(
 
         return lookup
 
-    monkeypatch.setattr(consumer_module, "held_lookup", held_lookup)
+    monkeypatch.setattr(modes_module, "held_lookup", held_lookup)
     settings = ConsumerSettings(bootstrap_servers="127.0.0.1:9092", group_id=GROUP, topics=("t",))
     consumer = StaticConsumer(
         settings,

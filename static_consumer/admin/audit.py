@@ -17,8 +17,10 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+import kafka.errors as kafka_errors
+
 from assignors import AuditReport, Member, Partition, Plan, compare, range_plan, roundrobin_plan
-from static_consumer import _admin_io
+from static_consumer import _broker
 from static_consumer._groups import GroupDescription, GroupMember, partitions_to_json
 from static_consumer.settings import ConsumerSettings
 from static_consumer.types import TopicPartition
@@ -229,10 +231,28 @@ def audit_group(
     group = group_id or settings.group_id
     # Regex subscriptions cannot be resolved here; the members' own subscriptions cover them.
     literal = [t for t in settings.topics if not t.startswith("^")]
-    with _admin_io.kafka_admin(settings, f"audit group {group}") as admin:
-        description = _admin_io.describe(admin, settings, group)
-        counts, missing = _admin_io.partition_counts(admin, topics_of(description, [*topics, *literal]))
+    with _broker.kafka_admin(settings, f"audit group {group}") as admin:
+        description = _broker.describe(admin, settings, group)
+        counts, missing = partition_counts(admin, topics_of(description, [*topics, *literal]))
     return audit_description(description, counts, missing)
+
+
+def partition_counts(admin: Any, topics: Iterable[str]) -> tuple[dict[str, int], tuple[str, ...]]:
+    """``({topic: partition count}, missing topics)`` for ``topics`` (never auto-creates)."""
+    names = sorted(set(topics))
+    if not names:
+        return {}, ()
+    counts: dict[str, int] = {}
+    missing: list[str] = []
+    for topic in admin.describe_topics(names):
+        error = kafka_errors.for_code(topic["error_code"])
+        if error is kafka_errors.NoError:
+            counts[topic["name"]] = len(topic["partitions"])
+        elif error is kafka_errors.UnknownTopicOrPartitionError:
+            missing.append(topic["name"])
+        else:
+            raise error(f"describe topic {topic['name']}")
+    return counts, tuple(sorted(missing))
 
 
 __all__ = ["MODELS", "GroupAudit", "audit_description", "audit_group", "topics_of"]

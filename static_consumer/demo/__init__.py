@@ -1,8 +1,10 @@
 """The rolling-bounce experiment behind ``static-consumer demo`` / ``make demo``.
 
 Not part of the runtime library: it starts brokers and consumer processes through
-:mod:`static_consumer.testing`. ``runner`` drives the bounce, ``metrics`` computes the table from the
-observed events (pure), ``report`` prints and writes it, ``main`` is the command line.
+:mod:`static_consumer.testing`. ``strategies`` holds what is compared and the knobs, ``runner`` drives
+one bounce of every strategy at once and saves the raw events (``rundata``), ``metrics`` defines the
+table, ``tally`` (the run's own count) and ``recount`` (from the saved files) compute it independently,
+``report`` and ``plot`` render it, ``main`` is the command line.
 """
 
 from static_consumer.demo.main import main

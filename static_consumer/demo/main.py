@@ -1,86 +1,163 @@
-"""``static-consumer demo``: the rolling-bounce experiment, dynamic members vs static_consumer.
+"""static-consumer demo: what a rolling deploy costs under each group strategy, side by side.
 
-Starts (or uses) a real Apache Kafka broker, runs N consumer processes on a topic fed by a continuous
-producer, restarts every member in turn for some rounds — first plain confluent-kafka dynamic members,
-then static_consumer members — and prints what each bounce cost, side by side. It writes
-``bounce.json`` and a ``bounce.png`` ownership timeline to ``--out``.
+Starts (or uses) a real Apache Kafka broker and runs one consumer group per strategy on one topic fed
+by one producer: dynamic members with the eager range assignor, with cooperative-sticky, under the
+KIP-848 consumer protocol, and static_consumer members under the classic and the consumer protocol.
+Every member of every group is restarted at the same moments; the table says what that cost each
+group, computed from raw per-member events saved under ``--out``/events (``--recount`` recomputes it
+from those files alone). Writes ``bounce.json`` and ``bounce.png`` to ``--out``.
+
+The default run (four strategies, 6 members, one round) takes 2-3 minutes on 2 cores. The full set
+adds eager dynamic members, a second round and a hard-kill round:
+``--strategies all --rounds 2 --kill`` (hard kills wait for the session timeout, so that round adds up
+to members x session timeout).
 """
 
 from __future__ import annotations
 
 import argparse
-import contextlib
 import os
 import sys
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 
-from static_consumer.demo.report import table, write_json, write_timeline
-from static_consumer.demo.runner import BounceConfig, ModeResult, run_mode
-from static_consumer.testing.backends import local_cluster
-from static_consumer.testing.processes import ConsumerProcess
+from static_consumer.demo.metrics import differences
+from static_consumer.demo.strategies import ALL_STRATEGIES, BY_NAME, DEFAULT_STRATEGIES, DemoConfig
+
+# (flag, DemoConfig field, type, help): the knobs shown in the report header.
+_KNOBS: tuple[tuple[str, str, type, str], ...] = (
+    ("--members", "members", int, "members per group"),
+    ("--rounds", "rounds", int, "graceful rolling rounds"),
+    ("--rate", "rate_per_s", int, "records/s produced"),
+    (
+        "--restart-delay-s",
+        "restart_delay_s",
+        float,
+        "how long a pod takes to come back: from the old process's exit to the new one's consumer start",
+    ),
+    ("--processing-ms", "processing_ms", float, "processing time per record"),
+    (
+        "--state-warmup-s",
+        "state_warmup_s",
+        float,
+        "seconds a member spends per partition it receives without holding its state (a local store or "
+        "cache rebuild; 0: stateless)",
+    ),
+    ("--session-timeout-s", "session_timeout_s", float, "for every group, classic and KIP-848"),
+)
 
 
 def _parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="static-consumer demo", description=__doc__.splitlines()[0])
-    p.add_argument("--members", type=int, default=6, help="consumer processes (default 6)")
-    p.add_argument("--rounds", type=int, default=2, help="rolling-bounce rounds (default 2)")
-    p.add_argument("--partitions", type=int, default=12, help="topic partitions (default 12)")
-    p.add_argument("--rate", type=int, default=400, help="records per second produced (default 400)")
-    p.add_argument("--modes", default="dynamic,static", help="which modes to run, in order")
-    p.add_argument("--out", type=Path, default=Path("out/demo"), help="where to write JSON and PNG")
+    d = DemoConfig()
+    p = argparse.ArgumentParser(
+        prog="static-consumer demo",
+        description=(__doc__ or "").split("\n\n")[0],
+        epilog=(__doc__ or "").split("\n\n", 1)[1],
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument(
+        "--strategies",
+        default=",".join(DEFAULT_STRATEGIES),
+        help=f"any of {', '.join(BY_NAME)}, or all (default {','.join(DEFAULT_STRATEGIES)})",
+    )
+    for flag, field, kind, text in _KNOBS:
+        default = getattr(d, field)
+        p.add_argument(flag, dest=field, type=kind, default=default, help=f"{text} (default {default})")
+    p.add_argument("--partitions", type=int, help="topic partitions (default 2 x --members)")
+    p.add_argument(
+        "--kill", action="store_true", help="add a round that SIGKILLs each member, then restarts it"
+    )
+    p.add_argument("--out", type=Path, default=Path("out/demo"), help="where to write (default out/demo)")
+    p.add_argument("--recount", type=Path, metavar="DIR", help="recompute the table from DIR's saved events")
     return p
 
 
-@contextlib.contextmanager
-def _processes() -> Iterator[list[ConsumerProcess]]:
-    started: list[ConsumerProcess] = []
+def _recount(directory: Path) -> int:
+    import json
+
+    from static_consumer.demo.metrics import Metrics
+    from static_consumer.demo.recount import recount_dir
+    from static_consumer.demo.report import header, table
+
     try:
-        yield started
-    finally:
-        for proc in started:
-            proc.kill()
+        run, metrics = recount_dir(directory)
+    except (FileNotFoundError, ValueError) as exc:
+        print(f"static-consumer demo --recount: {exc}", file=sys.stderr)
+        return 2
+    print(header(run))
+    print()
+    print(table(metrics))
+    report = (
+        directory / "bounce.json"
+        if (directory / "bounce.json").exists()
+        else directory.parent / "bounce.json"
+    )
+    if report.exists():
+        saved = json.loads(report.read_text())["strategies"]
+        diffs = {
+            name: differences(m, Metrics.from_json(saved[name]))
+            for name, m in metrics.items()
+            if name in saved
+        }
+        bad = {name: d for name, d in diffs.items() if d}
+        print(f"\n{report}: " + ("the run's own tally agrees" if not bad else f"DISAGREES: {bad}"))
+        return 1 if bad else 0
+    return 0
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
-    modes = [m.strip() for m in args.modes.split(",") if m.strip()]
-    if not modes or any(m not in ("dynamic", "static") for m in modes):
-        print("--modes takes dynamic and/or static", file=sys.stderr)
+    if args.recount is not None:
+        return _recount(args.recount)
+    try:
+        cfg = DemoConfig(
+            **{field: getattr(args, field) for _flag, field, _kind, _text in _KNOBS},
+            partitions=args.partitions if args.partitions is not None else 2 * args.members,
+            kill=args.kill,
+            strategies=ALL_STRATEGIES
+            if args.strategies == "all"
+            else tuple(s.strip() for s in args.strategies.split(",") if s.strip()),
+        )
+    except ValueError as exc:
+        print(f"static-consumer demo: {exc}", file=sys.stderr)
         return 2
-    if args.members < 2 or args.rounds < 1 or args.partitions < args.members:
-        print("need --members >= 2, --rounds >= 1 and --partitions >= --members", file=sys.stderr)
-        return 2
-    cfg = BounceConfig(args.members, args.rounds, args.partitions, args.rate)
-    args.out.mkdir(parents=True, exist_ok=True)
+    return run_and_report(cfg, args.out)
+
+
+def run_and_report(cfg: DemoConfig, out: Path) -> int:
+    from static_consumer.demo import plot
+    from static_consumer.demo.recount import recount_dir
+    from static_consumer.demo.report import header, table, write_json
+    from static_consumer.demo.rundata import prepare
+    from static_consumer.demo.runner import run_demo
+    from static_consumer.testing.backends import local_cluster
 
     def progress(line: str) -> None:
         print(f"{time.strftime('%H:%M:%S')} {line}", flush=True)
 
+    try:
+        events_dir = prepare(out / "events")
+    except ValueError as exc:
+        print(f"static-consumer demo: {exc}", file=sys.stderr)
+        return 2
     progress("starting a real Apache Kafka broker (KAFKA_BOOTSTRAP_SERVERS to use an existing one)")
-    results: list[ModeResult] = []
-    with local_cluster(os.environ) as cluster, _processes() as started:
+    with local_cluster(os.environ) as cluster:
         progress(f"Apache Kafka {cluster.version} via {cluster.backend} at {cluster.bootstrap_servers}")
-
-        def start(spec: dict[str, object], name: str) -> ConsumerProcess:
-            proc = ConsumerProcess(spec, name=name)
-            started.append(proc)
-            return proc
-
-        for mode in modes:
-            results.append(run_mode(mode, cluster, start, cfg, progress))
-        meta = {"kafka_version": cluster.version, "backend": cluster.backend, **vars(cfg)}
+        outcome = run_demo(cluster, cfg, events_dir, progress)
+    _, recounted = recount_dir(outcome.events_dir)
+    diffs = {name: differences(outcome.tally[name], recounted[name]) for name in outcome.tally}
+    write_json(out / "bounce.json", outcome.run, outcome.tally, diffs)
+    plot.write(outcome.run, outcome.tally, out / "bounce.png")
     print()
-    print(
-        f"Rolling bounce: {cfg.members} members x {cfg.rounds} rounds, {cfg.partitions} partitions, "
-        f"{cfg.rate_per_s} records/s produced throughout"
-    )
-    print(table(results))
-    write_json(results, args.out / "bounce.json", meta)
-    write_timeline(results, args.out / "bounce.png")
-    print(f"\nwrote {args.out / 'bounce.json'} and {args.out / 'bounce.png'}")
-    return 0
+    print(header(outcome.run))
+    print()
+    print(table(outcome.tally))
+    bad = {name: d for name, d in diffs.items() if d}
+    verdict = "agrees with the table" if not bad else f"DISAGREES with the table: {bad}"
+    print(f"\nrecount from {outcome.events_dir} (raw per-member events) {verdict}")
+    print(f"wrote {out / 'bounce.json'}, {out / 'bounce.png'} and {outcome.events_dir}/")
+    return 0 if not bad else 1
 
 
 if __name__ == "__main__":

@@ -1,78 +1,84 @@
-"""Render a bounce experiment: a side-by-side table, a JSON file and a PNG ownership timeline."""
+"""Render a demo run: the header with every knob, the side-by-side table, and ``bounce.json``."""
 
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+import time
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from static_consumer.demo.runner import ModeResult
-
-ROWS: tuple[tuple[str, str], ...] = (
-    ("restarts", "member restarts"),
-    ("rebalances", "rebalances (broker generations)"),
-    ("live_revocations", "revocations seen by live members"),
-    ("partition_moves", "partition moves"),
-    ("stall_seconds", "s live members spent without partitions"),
-    ("produced", "records produced"),
-    ("duplicated", "records duplicated"),
-    ("lost", "records lost"),
-    ("first_join_seconds", "s to form the group (first join)"),
-    ("wall_seconds", "wall time, s"),
-)
+from static_consumer.demo.metrics import ROWS, Metrics
+from static_consumer.demo.rundata import RunData
 
 
-def table(results: Sequence[ModeResult]) -> str:
-    header = ["", *[r.mode for r in results]]
-    body = [
-        [label, *["n/a" if getattr(r, key) is None else str(getattr(r, key)) for r in results]]
-        for key, label in ROWS
+def header(run: RunData) -> str:
+    meta = run.meta
+    cfg = meta.get("config", {})
+    w0, w1 = run.window
+    kill = " + a hard-kill round (SIGKILL, then restart)" if cfg.get("kill") else ""
+    lines = [
+        f"Rolling bounce: {cfg.get('members')} members x {cfg.get('rounds')} round(s){kill}, "
+        f"{run.partitions} partitions, {cfg.get('rate_per_s')} records/s from one producer, "
+        f"every strategy a group on the same topic, bounced at the same moments",
+        f"restart delay {cfg.get('restart_delay_s')} s (exit to the new process's consumer start), "
+        f"processing {cfg.get('processing_ms')} ms/record, state warm-up {cfg.get('state_warmup_s')} s "
+        f"per partition received without its state (0: stateless), "
+        f"session timeout {cfg.get('session_timeout_s')} s, heartbeat {meta.get('heartbeat_ms')} ms, "
+        f"max.poll.interval.ms {meta.get('max_poll_ms')}",
+        f"bounce window {w1 - w0:.1f} s; Apache Kafka {meta.get('kafka_version')} ({meta.get('backend')}), "
+        f"librdkafka {meta.get('librdkafka')}, {meta.get('cpus')} CPUs, load average "
+        f"{_load(meta.get('load_before'))} before, {_load(meta.get('load_after'))} after; "
+        f"run wall time {meta.get('wall_s')} s",
     ]
-    widths = [max(len(row[i]) for row in [header, *body]) for i in range(len(header))]
+    for name, text in meta.get("descriptions", {}).items():
+        lines.append(f"  {name}: {text}")
+    formed = meta.get("formation_s")
+    if formed:
+        lines.append(
+            "group formation, all members started together (s to a complete assignment): "
+            + ", ".join(f"{name} {seconds}" for name, seconds in formed.items())
+        )
+    for late in meta.get("unsettled", []):
+        lines.append(
+            f"WARNING: {', '.join(late['groups'])} had not settled {late['waited_s']} s "
+            f"after {late['after']} "
+            "(the run went on; the events show the group's state)"
+        )
+    return "\n".join(lines)
+
+
+def _load(values: Sequence[float] | None) -> str:
+    return "n/a" if not values else "/".join(f"{v:.1f}" for v in values)
+
+
+def table(metrics: Mapping[str, Metrics]) -> str:
+    columns = list(metrics)
+    head = ["", *columns]
+    body = [[label, *[fmt(getattr(metrics[c], key)) for c in columns]] for key, label, fmt in ROWS]
+    widths = [max(len(row[i]) for row in [head, *body]) for i in range(len(head))]
     lines = [
         "  ".join(
             cell.rjust(w) if i else cell.ljust(w) for i, (cell, w) in enumerate(zip(row, widths, strict=True))
         )
-        for row in [header, *body]
+        for row in [head, *body]
     ]
     lines.insert(1, "  ".join("-" * w for w in widths))
     return "\n".join(lines)
 
 
-def write_json(results: Sequence[ModeResult], path: Path, meta: dict[str, Any]) -> None:
-    path.write_text(json.dumps({"meta": meta, "results": [r.to_json() for r in results]}, indent=2) + "\n")
-
-
-def write_timeline(results: Sequence[ModeResult], path: Path) -> None:
-    """One panel per mode: a row per partition, coloured by the member that owned it over time."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-    from matplotlib.patches import Rectangle
-
-    fig, axes = plt.subplots(len(results), 1, figsize=(12, 3.2 * len(results)), squeeze=False)
-    owners = sorted({i.owner for r in results for i in r.intervals})
-    cmap = plt.get_cmap("tab10")
-    colours = {owner: cmap(n % 10) for n, owner in enumerate(owners)}
-    for ax, result in zip(axes[:, 0], results, strict=True):
-        start = min((i.start for i in result.intervals), default=0.0)
-        for interval in result.intervals:
-            ax.broken_barh(
-                [(interval.start - start, max(interval.end - interval.start, 0.05))],
-                (interval.partition - 0.4, 0.8),
-                facecolors=colours[interval.owner],
-            )
-        ax.axvline(result.bounce_started_at - start, color="black", linestyle="--", linewidth=1)
-        ax.set_title(
-            f"{result.mode}: {result.live_revocations} revocations in live members, "
-            f"{result.partition_moves} partition moves, {result.rebalances} rebalances"
-        )
-        ax.set_ylabel("partition")
-        ax.set_xlabel("seconds (dashed line: the rolling bounce starts)")
-    handles = [Rectangle((0, 0), 1, 1, color=colours[o]) for o in owners]
-    fig.legend(handles, owners, loc="upper right", ncol=min(len(owners), 6))
-    fig.tight_layout(rect=(0, 0, 1, 0.95))
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
+def write_json(
+    path: Path, run: RunData, tallied: Mapping[str, Metrics], recounted: Mapping[str, list[str]] | None
+) -> None:
+    """``recounted``: per strategy the fields on which the recount from the files disagreed."""
+    doc: dict[str, Any] = {
+        "written": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+        "window": list(run.window),
+        "topic": run.topic,
+        "partitions": run.partitions,
+        "meta": dict(run.meta),
+        "strategies": {name: m.to_json() for name, m in tallied.items()},
+        "recount_differences": recounted,
+        "events": "events/ (recount with: static-consumer demo --recount <this directory>)",
+    }
+    path.write_text(json.dumps(doc, indent=2) + "\n")

@@ -1,204 +1,272 @@
-"""Run a rolling bounce of N consumer processes on a real broker, first dynamic, then static."""
+"""Run one rolling bounce of every chosen strategy at once, on one topic fed by one producer.
+
+Each strategy is its own consumer group of the same members (``demo-0`` ...) reading the same topic.
+The bounce is the same for all of them and at the same moments: member i of every group is stopped
+(SIGTERM, or SIGKILL in the ``--kill`` round), comes back ``restart_delay_s`` after its process exited,
+and the next member goes only when every group has settled again. So the strategies share the
+machine's load, the broker and the records, and their timelines share one clock.
+"""
 
 from __future__ import annotations
 
-import threading
+import os
+import platform
+import tempfile
 import time
 import uuid
-from collections.abc import Callable
-from dataclasses import asdict, dataclass, field
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import asdict, dataclass
+from functools import partial
+from pathlib import Path
 from typing import Any
 
-from static_consumer.demo.metrics import (
-    Interval,
-    MemberRun,
-    delivery,
-    live_revocations,
-    ownership,
-    partition_moves,
-    rebalances,
-    stall_seconds,
-)
+from static_consumer.demo import broker_log
+from static_consumer.demo.metrics import Event, Metrics
+from static_consumer.demo.producer import ContinuousProducer
+from static_consumer.demo.rundata import Incarnation, RunData, StrategyRun, write_run
+from static_consumer.demo.settle import Watcher, wait_settled
+from static_consumer.demo.strategies import BY_NAME, HEARTBEAT_MS, MAX_POLL_MS, DemoConfig, Strategy, spec
+from static_consumer.demo.tally import tally
 from static_consumer.testing.backends import KafkaCluster
 from static_consumer.testing.group import Group
-from static_consumer.testing.kafka_ops import QUIET_LOGGER, create_topic
+from static_consumer.testing.kafka_ops import create_topic
 from static_consumer.testing.processes import ConsumerProcess
-from static_consumer.testing.specs import static_spec
 
 Progress = Callable[[str], None]
+FORMATION_TIMEOUT_S = 120.0  # plus 3 s per consumer process: starting many interpreters takes a while
+STEP_GRACE_S = 60.0  # beyond the session timeout, before a group that has not settled is reported
 
 
 @dataclass(frozen=True)
-class BounceConfig:
-    members: int = 6
-    rounds: int = 2
-    partitions: int = 12
-    rate_per_s: int = 400
-    static_session_timeout_ms: int = 30000
+class Outcome:
+    run: RunData
+    tally: dict[str, Metrics]
+    events_dir: Path
 
 
-@dataclass
-class ModeResult:
-    mode: str
-    restarts: int
-    rebalances: int | None
-    live_revocations: int
-    partition_moves: int
-    stall_seconds: float
-    produced: int
-    duplicated: int
-    lost: int
-    wall_seconds: float
-    first_join_seconds: float
-    bounce_started_at: float
-    intervals: list[Interval] = field(repr=False)
-
-    def to_json(self) -> dict[str, Any]:
-        data = asdict(self)
-        data["intervals"] = [asdict(i) for i in self.intervals]
-        return data
+def _parallel(calls: Sequence[Callable[[], object]]) -> None:
+    with ThreadPoolExecutor(max_workers=max(1, len(calls))) as pool:
+        for future in [pool.submit(call) for call in calls]:
+            future.result()
 
 
-class ContinuousProducer:
-    """Produces sequence-numbered records at a steady rate until stopped (bounded by ``max_s``)."""
+class _Bounce:
+    def __init__(
+        self, cluster: KafkaCluster, cfg: DemoConfig, events_dir: Path, state_root: Path, progress: Progress
+    ) -> None:
+        self.cfg, self.events_dir, self.state_root, self.progress = cfg, events_dir, state_root, progress
+        self.bootstrap = cluster.bootstrap_servers
+        tag = uuid.uuid4().hex[:6]
+        self.topic = create_topic(self.bootstrap, f"demo-{tag}", cfg.partitions)
+        self.names = [f"demo-{i}" for i in range(cfg.members)]
+        self.started: list[ConsumerProcess] = []
+        self.schedule: list[dict[str, Any]] = []
+        self.unsettled: list[dict[str, Any]] = []
+        self.watcher = Watcher()
+        self.last_settled: dict[str, float] = {}
+        self.formation_s: dict[str, float] = {}
+        self.groups = {name: self._group(BY_NAME[name], f"demo-{name}-{tag}") for name in cfg.strategies}
 
-    def __init__(self, bootstrap: str, topic: str, rate_per_s: int, max_s: float = 1800.0) -> None:
-        from confluent_kafka import Producer
+    def _group(self, strategy: Strategy, group_id: str) -> Group:
+        state_dir = self.state_root / strategy.name
+        state_dir.mkdir()
+        log_dir = self.events_dir / strategy.name
+        log_dir.mkdir()
 
-        self._producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 5, "logger": QUIET_LOGGER})
-        self._topic, self._rate, self._max_s = topic, rate_per_s, max_s
-        self._stop = threading.Event()
-        self.acked = 0
-        self._thread = threading.Thread(target=self._run, name="demo-producer", daemon=True)
+        def start(child_spec: dict[str, Any], name: str) -> ConsumerProcess:
+            proc = ConsumerProcess(child_spec, name=name, log_path=log_dir / f"{name}.jsonl")
+            self.started.append(proc)
+            return proc
 
-    def _ack(self, err: Any, _msg: Any) -> None:
-        if err is None:
-            self.acked += 1
+        def member_spec(member: str) -> dict[str, Any]:
+            return spec(strategy, self.cfg, self.bootstrap, group_id, self.topic, member, state_dir)
 
-    def _run(self) -> None:
-        sent, began = 0, time.monotonic()
-        while not self._stop.is_set() and time.monotonic() - began < self._max_s:
-            due = int((time.monotonic() - began) * self._rate)
-            while sent < due:
-                self._producer.produce(self._topic, value=str(sent).encode(), on_delivery=self._ack)
-                sent += 1
-            self._producer.poll(0.02)
-
-    def __enter__(self) -> ContinuousProducer:
-        self._thread.start()
-        return self
-
-    def stop(self) -> int:
-        self._stop.set()
-        self._thread.join(timeout=10)
-        self._producer.flush(30)
-        return self.acked
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop()
-
-
-def _spec_factory(
-    mode: str, bootstrap: str, group_id: str, topic: str, cfg: BounceConfig
-) -> Callable[[str], dict[str, Any]]:
-    if mode == "dynamic":
-        # Plain confluent-kafka with its defaults: what most applications run today.
-        config = {
-            "bootstrap.servers": bootstrap,
-            "group.id": group_id,
-            "auto.offset.reset": "earliest",
-            "enable.auto.commit": False,
-        }
-        return lambda _name: {"mode": "confluent", "topics": [topic], "config": config}
-    return lambda name: static_spec(
-        bootstrap,
-        group_id,
-        [topic],
-        name,
-        session_timeout_ms=cfg.static_session_timeout_ms,
-        heartbeat_interval_ms=1000,
-    )
-
-
-def _runs(group: Group, now: float) -> list[MemberRun]:
-    runs = []
-    for proc in group.all_processes():
-        name = proc.name.split("#", 1)[0]
-        exits = [e["ts"] for e in proc.events() if e["kind"] == "exit"]
-        runs.append(
-            MemberRun(name, proc.events(), group.stop_requested.get(id(proc)), exits[0] if exits else now)
+        return Group(
+            start,
+            self.bootstrap,
+            group_id,
+            self.topic,
+            self.cfg.partitions,
+            protocol=strategy.protocol,
+            static=strategy.static,
+            spec_factory=member_spec,
+            session_ms=int(self.cfg.session_timeout_s * 1000),
         )
-    return runs
 
-
-def run_mode(
-    mode: str,
-    cluster: KafkaCluster,
-    start_process: Callable[..., ConsumerProcess],
-    cfg: BounceConfig,
-    progress: Progress,
-) -> ModeResult:
-    bootstrap = cluster.bootstrap_servers
-    topic = create_topic(bootstrap, f"bounce-{mode}-{uuid.uuid4().hex[:6]}", cfg.partitions)
-    group_id = f"bounce-{mode}-{uuid.uuid4().hex[:6]}"
-    names = [f"demo-{i}" for i in range(cfg.members)]
-    group = Group(
-        start_process,
-        bootstrap,
-        group_id,
-        topic,
-        cfg.partitions,
-        spec_factory=_spec_factory(mode, bootstrap, group_id, topic, cfg),
-    )
-
-    def generations(group: str) -> list[int]:
-        # Only the JVM harness can read the broker's log; elsewhere rebalances are reported as n/a.
-        read: Callable[[str], list[int]] | None = getattr(cluster, "group_generations", None)
-        return read(group) if read is not None else []
-
-    began = time.monotonic()
-    with ContinuousProducer(bootstrap, topic, cfg.rate_per_s) as producer:
-        for name in names:
-            group.start(name)
-        group.wait_stable(timeout_s=120, settle_s=2.0)
-        first_join = time.monotonic() - began
-        progress(
-            f"[{mode}] group of {cfg.members} formed in {first_join:.1f} s; bouncing {cfg.rounds} rounds"
+    def _settle(self, timeout_s: float, after: str) -> float:
+        waited, pending, self.last_settled = wait_settled(
+            self.watcher, self.groups, timeout_s, self.cfg.settle_s
         )
-        baseline = max(generations(group_id), default=0)
-        since = time.time()
-        for round_ in range(1, cfg.rounds + 1):
-            for name in names:
-                t0 = time.monotonic()
-                group.stop(name)
-                group.start(name).wait_for_kind("assigned", timeout_s=120)
-                group.wait_stable(timeout_s=120, settle_s=2.0)
-                progress(
-                    f"[{mode}] round {round_}/{cfg.rounds}: {name} restarted, group settled in "
-                    f"{time.monotonic() - t0:.1f} s"
-                )
-        until, last_generation = time.time(), max(generations(group_id), default=0)
-        produced = producer.stop()
-    group.wait_consumed(produced, timeout_s=180)
-    for name in names:
-        group.stop(name)
-    now = time.time()
-    runs = _runs(group, now)
-    intervals = ownership(runs)
-    records = [r for proc in group.all_processes() for r in proc.records()]
-    got = delivery(produced, records)
-    return ModeResult(
-        mode=mode,
-        restarts=cfg.members * cfg.rounds,
-        rebalances=rebalances(generations(group_id), baseline, last_generation),
-        live_revocations=live_revocations(runs, since, until),
-        partition_moves=partition_moves(intervals, since, until),
-        stall_seconds=round(stall_seconds(runs, since, until), 2),
-        produced=produced,
-        duplicated=got.duplicated,
-        lost=got.lost,
-        wall_seconds=round(time.monotonic() - began, 1),
-        first_join_seconds=round(first_join, 2),
-        bounce_started_at=since,
-        intervals=intervals,
+        if pending:
+            # Reported, not fatal: the other groups' numbers stand, and this group's events show why.
+            self.unsettled.append({"after": after, "groups": pending, "waited_s": round(waited, 1)})
+            self.progress(f"WARNING: {', '.join(pending)} had not settled {waited:.0f} s after {after}")
+        return waited
+
+    def form(self) -> dict[str, dict[str, ConsumerProcess]]:
+        """Start every group; returns the first round's replacements, loaded meanwhile."""
+        for group in self.groups.values():
+            for name in self.names:
+                group.start(name)
+        fresh = self.spawn_replacements(wait=False)
+        formed = self._settle(FORMATION_TIMEOUT_S + 3.0 * len(self.started), "forming")
+        self.formation_s = {name: round(s, 1) for name, s in self.last_settled.items()}
+        self.progress(f"{len(self.groups)} groups of {self.cfg.members} formed in {formed:.1f} s")
+        return self._loaded(fresh)
+
+    def spawn_replacements(self, wait: bool = True) -> dict[str, dict[str, ConsumerProcess]]:
+        """One held process per member and group for the next round (by default, once all have loaded).
+
+        The replacements load their interpreters before the round: the restart delay is then the knob's
+        value, not the knob plus however long Python takes to import on this machine at that moment.
+        """
+        fresh = {n: {s: g.spawn_held(n) for s, g in self.groups.items()} for n in self.names}
+        return self._loaded(fresh) if wait else fresh
+
+    @staticmethod
+    def _loaded(fresh: dict[str, dict[str, ConsumerProcess]]) -> dict[str, dict[str, ConsumerProcess]]:
+        for procs in fresh.values():
+            for proc in procs.values():
+                proc.wait_for_kind("held", timeout_s=300)
+        return fresh
+
+    def arm_state(self) -> None:
+        """State rebuilds are charged from now on (a group's formation is a cold start)."""
+        for name in self.groups:
+            (self.state_root / name / "armed").touch()
+
+    def step(self, name: str, how: str, round_: int, fresh: dict[str, ConsumerProcess]) -> None:
+        signalled = time.time()
+        old: dict[str, ConsumerProcess] = {}
+
+        def bounce(strategy: str) -> None:
+            # Each group's member comes back restart_delay_s after its own process said its last word
+            # (interpreter teardown can take seconds on a busy machine; a pod's restart clock starts when
+            # the app has closed its consumer).
+            group = self.groups[strategy]
+            proc = old[strategy] = group.retire(name, kill=how == "KILL")
+            if how == "TERM":
+                proc.wait_for(lambda e: e["kind"] == "exit", timeout_s=60, what="exit")
+            time.sleep(self.cfg.restart_delay_s)
+            group.admit(name, fresh[strategy])
+
+        _parallel([partial(bounce, strategy) for strategy in self.groups])
+        waited = self._settle(self.cfg.session_timeout_s + STEP_GRACE_S, f"{name}'s restart")
+        for strategy, proc in old.items():
+            code = proc.wait(timeout_s=60)
+            if how == "TERM" and code != 0:
+                raise RuntimeError(f"{strategy}: {proc.name} exited {code}\n{proc.stderr_tail()}")
+        revoked = ", ".join(f"{s} {g.revocations_since(signalled)}" for s, g in self.groups.items())
+        which = f"round {round_}/{self.cfg.rounds}" if how == "TERM" else "kill round"
+        self.progress(
+            f"{which}: {name} {'stopped' if how == 'TERM' else 'killed'}, back after "
+            f"{self.cfg.restart_delay_s:g} s, groups settled {waited:.1f} s later; "
+            f"revocations in live members: {revoked}"
+        )
+        self.schedule.append({"member": name, "signal": how, "round": round_, "ts": signalled})
+
+    def drain(self, produced: int, timeout_s: float = 120.0) -> None:
+        """Until every group has processed every record (or give up: the table then shows losses)."""
+        deadline = time.monotonic() + timeout_s
+        behind = list(self.groups)
+        while behind and time.monotonic() < deadline:
+            behind = [name for name, g in self.groups.items() if self.watcher.processed(g) < produced]
+            if behind:
+                time.sleep(1.0)
+        if behind:
+            self.progress(f"{behind} had not processed all {produced} records after {timeout_s:.0f} s")
+
+    def stop_all(self) -> None:
+        _parallel([partial(g.stop, n) for g in self.groups.values() for n in list(g.members)])
+
+    def cleanup(self) -> None:
+        for proc in self.started:
+            proc.kill()
+            proc.close_log()
+
+
+def _broker_events(
+    cluster: KafkaCluster, group_ids: list[str], began: float, events_dir: Path
+) -> list[Event] | None:
+    """The groups' generations/epochs from the broker log (its lines on them are kept in
+    ``broker.log``); None where no log can be read."""
+    paths: Callable[[], Any] | None = getattr(cluster, "log_paths", None)
+    if paths is None:
+        return None
+    logs = [p for p in paths() if p.exists()]
+    broker_log.keep_lines(logs, group_ids, events_dir / "broker.log")
+    events = broker_log.read(logs, group_ids)
+    if any(abs(float(e["ts"]) - began) > 24 * 3600 for e in events):
+        return None  # the JVM logs in another time zone than this process reads: no trustworthy times
+    return events
+
+
+def run_demo(cluster: KafkaCluster, cfg: DemoConfig, events_dir: Path, progress: Progress) -> Outcome:
+    """Run the bounce; the raw events go to ``events_dir`` (made by :func:`.rundata.prepare`)."""
+    import confluent_kafka
+
+    began, load_before = time.time(), os.getloadavg()
+    rounds = [("TERM", r) for r in range(1, cfg.rounds + 1)] + ([("KILL", 0)] if cfg.kill else [])
+    with tempfile.TemporaryDirectory(prefix="demo-state-") as state_root:
+        bounce = _Bounce(cluster, cfg, events_dir, Path(state_root), progress)
+        producer = ContinuousProducer(bounce.bootstrap, bounce.topic, cfg.rate_per_s)
+        try:
+            fresh = bounce.form()
+            bounce.arm_state()
+            producer.start()
+            time.sleep(cfg.lead_s)
+            w0 = time.time()
+            for n, (how, round_) in enumerate(rounds):
+                if n:
+                    fresh = bounce.spawn_replacements()
+                for name in bounce.names:
+                    bounce.step(name, how, round_, fresh[name])
+            w1 = time.time()
+            time.sleep(cfg.tail_s)
+            bounce.drain(producer.stop())
+            bounce.stop_all()
+        finally:
+            producer.stop()
+            bounce.cleanup()
+
+    groups = bounce.groups
+    broker = _broker_events(cluster, [g.group_id for g in groups.values()], began, events_dir)
+    meta = {
+        "config": {**asdict(cfg), "strategies": list(cfg.strategies)},
+        "descriptions": {name: BY_NAME[name].description for name in groups},
+        "kafka_version": cluster.version,
+        "backend": cluster.backend,
+        "librdkafka": confluent_kafka.libversion()[0],
+        "confluent_kafka": confluent_kafka.version()[0],
+        "python": platform.python_version(),
+        "cpus": os.cpu_count(),
+        "load_before": [round(x, 2) for x in load_before],
+        "load_after": [round(x, 2) for x in os.getloadavg()],
+        "began": began,
+        "wall_s": round(time.time() - began, 1),
+        "schedule": bounce.schedule,
+        "unsettled": bounce.unsettled,
+        "formation_s": bounce.formation_s,
+        "heartbeat_ms": HEARTBEAT_MS,
+        "max_poll_ms": MAX_POLL_MS,
+    }
+    run = RunData(
+        window=(w0, w1),
+        topic=bounce.topic,
+        partitions=cfg.partitions,
+        produced=list(producer.delivered),
+        strategies=[
+            StrategyRun(
+                name,
+                group.group_id,
+                group.protocol,
+                [Incarnation(p.name, p.events()) for p in group.all_processes()],
+                None if broker is None else [e for e in broker if e["group"] == group.group_id],
+            )
+            for name, group in groups.items()
+        ],
+        meta=meta,
     )
+    write_run(events_dir, run, streams=False)
+    return Outcome(run, tally(run), events_dir)

@@ -12,6 +12,7 @@ JOIN_KIND = "static_consumer.join.kind"
 REASON = "static_consumer.reason"
 PHASE = "static_consumer.spark.phase"
 COMMITTED = "static_consumer.spark.committed"
+VERDICT = "static_consumer.stall.verdict"
 
 
 @dataclass(frozen=True, slots=True)
@@ -143,6 +144,22 @@ METRICS: tuple[Metric, ...] = (
         "at most every lag_interval_s); no value before it is known.",
         java="records-lag (summed over the batch's partitions)",
     ),
+    Metric(
+        "static_consumer.stalls",
+        "counter",
+        "{stall}",
+        "Gaps between client calls longer than half the session timeout that were checked before records "
+        "went out, by verdict: ok (still the owner), lost, gone (the broker refused the member), unknown, "
+        "expired (see the Stalled event).",
+        (VERDICT,),
+    ),
+    Metric(
+        "static_consumer.stall.dropped_records",
+        "counter",
+        "{record}",
+        "Records fetched before a stall and not handed out: their partitions belonged to another member "
+        "by then (or were about to).",
+    ),
 )
 
 
@@ -168,6 +185,7 @@ __all__ = [
     "PHASE",
     "PROTOCOL",
     "REASON",
+    "VERDICT",
     "Metric",
     "metric_reference",
 ]

@@ -29,8 +29,8 @@ FIELDS: tuple[Field, ...] = (
         "event",
         "string",
         "STRING",
-        "`joining`, `assigned`, `revoked`, `lost`, `fenced`, `fatal`, `closed`, or `batch` (a Spark "
-        "bridge micro-batch was processed).",
+        "`joining`, `assigned`, `revoked`, `lost`, `fenced`, `fatal`, `closed`, `stalled`, or `batch` (a "
+        "Spark bridge micro-batch was processed).",
     ),
     Field("group", "string", "STRING", "Consumer group id."),
     Field("instance_id", "string or null", "STRING", "`group.instance.id`; null for a dynamic member."),
@@ -124,6 +124,27 @@ FIELDS: tuple[Field, ...] = (
         "BIGINT",
         "`batch` only: the batch key's version (restart-stable, with a checkpoint); else null.",
     ),
+    Field(
+        "gap_s",
+        "float or null",
+        "DOUBLE",
+        "`stalled` only: seconds between two client calls (over half the session timeout); for "
+        "`expired`, how long the partitions stayed disowned.",
+    ),
+    Field(
+        "verdict",
+        "string or null",
+        "STRING",
+        "`stalled` only: `ok`, `lost`, `gone`, `unknown` or `expired` (docs/semantics.md, pauses).",
+    ),
+    Field("dropped", "int or null", "INT", "`stalled` only: records fetched before the gap not handed out."),
+    Field(
+        "rewound",
+        "list of {topic, partition, offset} or null",
+        "ARRAY<STRUCT<`topic`: STRING, `partition`: INT, `offset`: BIGINT>>",
+        "`stalled` only: where partitions were sent back to, so that no dropped record is skipped.",
+    ),
+    Field("waited_s", "float or null", "DOUBLE", "`stalled` only: seconds the check took."),
 )
 
 # spark.read.schema(EVENT_LOG_SPARK_SCHEMA).json(path) reads every version-1 log.

@@ -28,6 +28,7 @@ from static_consumer.events import (
     MembershipEvent,
     MembershipListener,
     Revoked,
+    Stalled,
 )
 from static_consumer.telemetry._schema import EVENT_LOG_SPARK_SCHEMA, SCHEMA_VERSION
 from static_consumer.telemetry._tracker import Failed, Join, MembershipTracker, Rebalance
@@ -42,6 +43,7 @@ _NAMES: dict[type[MembershipEvent], str] = {
     FatalError: "fatal",
     Closed: "closed",
     BatchProgress: "batch",
+    Stalled: "stalled",
 }
 _BATCH_FIELDS = (
     "batch_id",
@@ -116,6 +118,9 @@ class EventLog(MembershipListener):
     def on_batch(self, event: BatchProgress) -> None:
         self._write(event)
 
+    def on_stalled(self, event: Stalled) -> None:
+        self._write(event)
+
     def _write(self, event: MembershipEvent) -> None:
         with self._lock:
             key = (event.group_id, event.instance_id)
@@ -155,6 +160,14 @@ def record(event: MembershipEvent, tracker: MembershipTracker) -> dict[str, Any]
         for name in _BATCH_FIELDS:
             value = getattr(event, name)
             line[name] = round(value, 6) if isinstance(value, float) else value
+    elif isinstance(event, Stalled):
+        line.update(
+            gap_s=round(event.gap_s, 6),
+            verdict=event.verdict,
+            dropped=event.dropped,
+            rewound=[{"topic": tp.topic, "partition": tp.partition, "offset": o} for tp, o in event.rewound],
+            waited_s=round(event.waited_s, 6),
+        )
     for outcome in outcomes:
         if isinstance(outcome, Join):
             line.update(join_kind=outcome.kind, duration_s=round(outcome.duration_s, 6))

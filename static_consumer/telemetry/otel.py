@@ -26,6 +26,7 @@ from static_consumer.events import (
     MembershipEvent,
     MembershipListener,
     Revoked,
+    Stalled,
 )
 from static_consumer.telemetry._metrics import (
     COMMITTED,
@@ -36,6 +37,7 @@ from static_consumer.telemetry._metrics import (
     PHASE,
     PROTOCOL,
     REASON,
+    VERDICT,
 )
 from static_consumer.telemetry._tracker import (
     Failed,
@@ -96,6 +98,8 @@ class OtelListener(MembershipListener):
         self._joins = counter("static_consumer.joins")
         self._rejoins = counter("static_consumer.static_rejoins")
         self._join_duration = histogram("static_consumer.join.duration", _SECONDS)
+        self._stalls = counter("static_consumer.stalls")
+        self._stall_dropped = counter("static_consumer.stall.dropped_records")
         spec = by_name["static_consumer.assigned_partitions"]
         self._assigned = meter.create_up_down_counter(spec.name, spec.unit, spec.description)
         spec = by_name["static_consumer.rebalance.time_since_last"]
@@ -155,6 +159,21 @@ class OtelListener(MembershipListener):
             extra["static_consumer.spark.version"] = event.version
         end = event.at - event.commit_s
         self._span("static_consumer.spark.batch", end - event.process_s, end, event, extra)
+
+    def on_stalled(self, event: Stalled) -> None:
+        self._handle(event)
+        self._stalls.add(1, {**self._attrs, VERDICT: event.verdict})
+        if event.dropped:
+            self._stall_dropped.add(event.dropped, self._attrs)
+        # The span covers the gap and the check; the member id and generation are the ones after it.
+        extra: Attributes = {
+            VERDICT: event.verdict,
+            "static_consumer.stall.dropped_records": event.dropped,
+            "static_consumer.stall.rewound_partitions": len(event.rewound),
+        }
+        error = None if event.verdict == "ok" else event.verdict
+        began = event.at - event.gap_s - event.waited_s
+        self._span("static_consumer.stall", began, event.at, event, extra, error)
 
     # -- recording -----------------------------------------------------------------------------------
 

@@ -7,12 +7,20 @@
   or ``"spark"`` (a Spark bridge pod, see :mod:`static_consumer.testing.child_spark`);
 - ``topics``; ``commit``: commit processed offsets after each batch (default true);
 - ``batch``: records per batch; ``max_records``; ``max_runtime_s`` (default 300: every run ends);
+- ``process_s``: seconds each batch takes to process (a sleep between handing it out and committing);
 - ``leave_on_exit``: StaticConsumer.leave_group() instead of close() on SIGTERM;
-- ``event_log``: path of a JSONL membership event log; ``otel``: OpenTelemetry totals as ``metrics``.
+- ``go_on_after_refused_commit``: a refused commit (e.g. after a lost session, or partitions that moved
+  during the batch) is reported as ``commit_refused`` and consuming goes on, instead of ending the child;
+- ``event_log``: path of a JSONL membership event log; ``otel``: OpenTelemetry totals as ``metrics``;
+- ``hold``: import everything, emit ``held`` and wait for a line on stdin before starting the consumer;
+- ``workload``: per-record processing time, modelled state rebuilds and liveness ticks, with processing
+  times in ``records`` events (see ``static_consumer.testing.child_work``).
 
 Events: ready, assigned, revoked, lost, records (with [topic, partition, offset] triples), committed,
-commit_deferred (a transient commit failure: the offsets go with the next commit),
-error, fenced, closed, metrics (with ``otel``), exit. SIGTERM finishes the current batch, commits and closes.
+commit_deferred (a transient commit failure: the offsets go with the next commit), commit_refused,
+stalled (StaticConsumer's stall guard), error, fenced, closed, metrics (with ``otel``), rebuild and alive
+(with ``workload``), held, exit. SIGTERM
+finishes the current batch, commits and closes.
 """
 
 from __future__ import annotations
@@ -21,7 +29,10 @@ import json
 import signal
 import sys
 import time
+from collections.abc import Callable
 from typing import Any
+
+from static_consumer.testing.child_work import Workload
 
 _stop = False
 
@@ -41,14 +52,26 @@ def _tps(partitions: Any) -> list[list[Any]]:
 
 
 def run_confluent(spec: dict[str, Any]) -> int:
-    from confluent_kafka import Consumer, KafkaError, TopicPartition
+    from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
+
+    work = Workload(spec["workload"], emit) if spec.get("workload") is not None else None
+
+    def on_assign(c: Any, ps: Any) -> None:
+        emit("assigned", partitions=_tps(ps), member_id=c.memberid())
+        if work is not None:
+            work.assigned((tp.topic, tp.partition) for tp in ps)
+
+    def on_revoke(kind: str) -> Callable[[Any, Any], None]:
+        def revoke(_c: Any, ps: Any) -> None:
+            emit(kind, partitions=_tps(ps))
+            if work is not None:
+                work.revoked((tp.topic, tp.partition) for tp in ps)
+
+        return revoke
 
     consumer = Consumer(spec["config"])
     consumer.subscribe(
-        spec["topics"],
-        on_assign=lambda c, ps: emit("assigned", partitions=_tps(ps), member_id=c.memberid()),
-        on_revoke=lambda c, ps: emit("revoked", partitions=_tps(ps)),
-        on_lost=lambda c, ps: emit("lost", partitions=_tps(ps)),
+        spec["topics"], on_assign=on_assign, on_revoke=on_revoke("revoked"), on_lost=on_revoke("lost")
     )
     emit("ready")
     deadline = time.monotonic() + float(spec.get("max_runtime_s", 300))
@@ -57,7 +80,11 @@ def run_confluent(spec: dict[str, Any]) -> int:
     try:
         while not _stop and time.monotonic() < deadline and (max_records is None or seen < max_records):
             msgs = consumer.consume(int(spec.get("batch", 500)), 0.2)
+            if work is not None:
+                work.tick()
+                work.settle()
             batch: list[list[Any]] = []
+            created: list[int | None] = []
             for msg in msgs:
                 err = msg.error()
                 if err is not None:
@@ -68,18 +95,29 @@ def run_confluent(spec: dict[str, Any]) -> int:
                         return 3
                     continue
                 batch.append([msg.topic(), msg.partition(), msg.offset()])
+                created.append(msg.timestamp()[1])
             if not batch:
                 continue
             seen += len(batch)
-            emit("records", records=batch)
+            if work is not None:
+                work.process([(t, p, o, c) for (t, p, o), c in zip(batch, created, strict=True)])
+            else:
+                emit("records", records=batch)
+            time.sleep(float(spec.get("process_s", 0)))
             if spec.get("commit", True):
                 last: dict[tuple[str, int], int] = {}
                 for topic, partition, offset in batch:
                     last[(topic, partition)] = max(offset, last.get((topic, partition), -1))
-                consumer.commit(
-                    offsets=[TopicPartition(t, p, o + 1) for (t, p), o in sorted(last.items())],
-                    asynchronous=False,
-                )
+                try:
+                    consumer.commit(
+                        offsets=[TopicPartition(t, p, o + 1) for (t, p), o in sorted(last.items())],
+                        asynchronous=False,
+                    )
+                except KafkaException as exc:
+                    if not spec.get("go_on_after_refused_commit") or exc.args[0].fatal():
+                        raise
+                    emit("commit_refused", reason=str(exc))
+                    continue
                 emit("committed", offsets=[[t, p, o + 1] for (t, p), o in sorted(last.items())])
     finally:
         consumer.close()
@@ -87,11 +125,27 @@ def run_confluent(spec: dict[str, Any]) -> int:
     return 0
 
 
+def _hold(mode: str) -> bool:
+    """Load everything the mode needs, say ``held``, and wait for a line on stdin; False on EOF.
+
+    Lets a caller start the interpreter ahead of time, so that when the consumer starts does not depend
+    on how long Python takes to import on a busy machine.
+    """
+    import confluent_kafka  # noqa: F401 - imported for its load time
+
+    if mode == "static":
+        import static_consumer.testing.child_static  # noqa: F401 - imported for its load time
+    emit("held")
+    return bool(sys.stdin.readline())
+
+
 def main(argv: list[str]) -> int:
     spec = json.loads(argv[1])
     signal.signal(signal.SIGTERM, _on_sigterm)
     mode = spec.get("mode", "confluent")
-    if mode == "confluent":
+    if spec.get("hold") and not _hold(mode):
+        code = 0
+    elif mode == "confluent":
         code = run_confluent(spec)
     elif mode == "static":
         from static_consumer.testing.child_static import run_static

@@ -75,7 +75,7 @@ def run_spark(spec: dict[str, Any], emit: Emit) -> int:
             delta=spec.get("sink") == "delta",
             conf={"spark.sql.shuffle.partitions": "2"},
         )
-    listeners: list[MembershipListener] = [_Streamer(emit)]
+    listeners: list[MembershipListener] = [_Streamer(emit, None)]
     if spec.get("event_log"):
         from static_consumer.telemetry import EventLog
 

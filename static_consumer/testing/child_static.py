@@ -9,6 +9,7 @@ from typing import Any
 from static_consumer import (
     Assigned,
     Closed,
+    CommitFailedError,
     ConsumerSettings,
     FatalError,
     Fenced,
@@ -16,12 +17,14 @@ from static_consumer import (
     Lost,
     MembershipListener,
     Revoked,
+    Stalled,
     StaticConsumer,
     StaticConsumerError,
     TopicPartition,
     exit_code_for,
 )
 from static_consumer.shutdown import BatchCommitter
+from static_consumer.testing.child_work import Workload
 
 Emit = Callable[..., None]
 
@@ -31,17 +34,31 @@ def _tps(partitions: tuple[TopicPartition, ...]) -> list[list[Any]]:
 
 
 class _Streamer(MembershipListener):
-    def __init__(self, emit: Emit) -> None:
+    """Streams membership events; ``generation`` is the group generation (classic) or member epoch."""
+
+    def __init__(self, emit: Emit, work: Workload | None) -> None:
         self.emit = emit
+        self.work = work
 
     def on_assigned(self, event: Assigned) -> None:
-        self.emit("assigned", partitions=_tps(event.partitions), member_id=event.member_id)
+        self.emit(
+            "assigned",
+            partitions=_tps(event.partitions),
+            member_id=event.member_id,
+            generation=event.generation,
+        )
+        if self.work is not None:
+            self.work.assigned((tp.topic, tp.partition) for tp in event.partitions)
 
     def on_revoked(self, event: Revoked) -> None:
-        self.emit("revoked", partitions=_tps(event.partitions))
+        self.emit("revoked", partitions=_tps(event.partitions), generation=event.generation)
+        if self.work is not None:
+            self.work.revoked((tp.topic, tp.partition) for tp in event.partitions)
 
     def on_lost(self, event: Lost) -> None:
-        self.emit("lost", partitions=_tps(event.partitions))
+        self.emit("lost", partitions=_tps(event.partitions), generation=event.generation)
+        if self.work is not None:
+            self.work.revoked((tp.topic, tp.partition) for tp in event.partitions)
 
     def on_fenced(self, event: Fenced) -> None:
         self.emit("fenced", error=event.error)
@@ -52,10 +69,24 @@ class _Streamer(MembershipListener):
     def on_closed(self, event: Closed) -> None:
         self.emit("closed", left_group=event.left_group)
 
+    def on_stalled(self, event: Stalled) -> None:
+        rewound = sorted([tp.topic, tp.partition, offset] for tp, offset in event.rewound)
+        self.emit(
+            "stalled",
+            gap_s=event.gap_s,
+            verdict=event.verdict,
+            dropped=event.dropped,
+            threshold_s=event.threshold_s,
+            rewound=rewound,
+            waited_s=event.waited_s,
+            member_id=event.member_id,
+        )
+
 
 def run_static(spec: dict[str, Any], emit: Emit, should_stop: Callable[[], bool]) -> int:
     settings = ConsumerSettings(**spec["settings"])
-    listeners: list[MembershipListener] = [_Streamer(emit)]
+    work = Workload(spec["workload"], emit) if spec.get("workload") is not None else None
+    listeners: list[MembershipListener] = [_Streamer(emit, work)]
     if spec.get("event_log"):  # a JSONL membership event log at this path (appended to)
         from static_consumer.telemetry import EventLog
 
@@ -76,12 +107,25 @@ def run_static(spec: dict[str, Any], emit: Emit, should_stop: Callable[[], bool]
             not should_stop() and time.monotonic() < deadline and (max_records is None or seen < max_records)
         ):
             records = consumer.consume(int(spec.get("batch", 500)), 0.2)
+            if work is not None:
+                work.tick()
+                work.settle()
             if not records:
                 continue
             seen += len(records)
-            emit("records", records=[[r.topic, r.partition, r.offset] for r in records])
+            if work is not None:
+                work.process([(r.topic, r.partition, r.offset, r.timestamp_ms) for r in records])
+            else:
+                emit("records", records=[[r.topic, r.partition, r.offset] for r in records])
+            time.sleep(float(spec.get("process_s", 0)))
             if spec.get("commit", True):
-                sent = committer.commit(records)  # like run_until_sigterm: rides out coordinator moves
+                try:
+                    sent = committer.commit(records)  # like run_until_sigterm: rides out coordinator moves
+                except CommitFailedError as exc:
+                    if not spec.get("go_on_after_refused_commit"):
+                        raise
+                    emit("commit_refused", reason=str(exc))  # the records come again (at-least-once)
+                    continue
                 if sent is None:
                     emit("commit_deferred")
                 else:

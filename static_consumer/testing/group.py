@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import time
 from collections import Counter
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -15,6 +15,20 @@ from static_consumer.testing.specs import static_spec
 Partition = tuple[str, int]
 # KIP-848 groups get a per-group session timeout so tests need not wait the broker default of 45 s.
 CONSUMER_PROTOCOL_SESSION_MS = 10000
+CONSUMER_PROTOCOL_HEARTBEAT_MS = 500
+
+
+def shorten_consumer_session(bootstrap: str, group_id: str, session_ms: int | None = None) -> None:
+    """Give the KIP-848 group ``group_id`` the test session (``session_ms``, by default
+    CONSUMER_PROTOCOL_SESSION_MS) and heartbeat interval as group overrides."""
+    set_group_config(
+        bootstrap,
+        group_id,
+        {
+            "consumer.session.timeout.ms": str(session_ms or CONSUMER_PROTOCOL_SESSION_MS),
+            "consumer.heartbeat.interval.ms": str(CONSUMER_PROTOCOL_HEARTBEAT_MS),
+        },
+    )
 
 
 @dataclass
@@ -28,38 +42,71 @@ class Group:
     partitions: int
     protocol: str = "classic"
     static: bool = True
+    # The group's session timeout: a group config under KIP-848, each member's session_timeout_ms under
+    # classic. None: CONSUMER_PROTOCOL_SESSION_MS under KIP-848, the spec's default under classic.
+    session_ms: int | None = None
     spec_factory: Callable[[str], dict[str, Any]] | None = None  # overrides the StaticConsumer spec
+    # Per-member keys merged into the default spec (e.g. event_log, otel, leave_on_exit, batch).
+    spec_extra: Callable[[str], Mapping[str, Any]] | None = None
     members: dict[str, ConsumerProcess] = field(default_factory=dict)
     retired: list[ConsumerProcess] = field(default_factory=list)
     stop_requested: dict[int, float] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         if self.protocol == "consumer":
-            set_group_config(
-                self.bootstrap,
-                self.group_id,
-                {
-                    "consumer.session.timeout.ms": str(CONSUMER_PROTOCOL_SESSION_MS),
-                    "consumer.heartbeat.interval.ms": "500",
-                },
-            )
+            shorten_consumer_session(self.bootstrap, self.group_id, self.session_ms)
+
+    @classmethod
+    def new(
+        cls,
+        start_process: Callable[..., ConsumerProcess],
+        bootstrap: str,
+        topic_factory: Callable[..., str],
+        group_factory: Callable[..., str],
+        partitions: int,
+        **options: Any,
+    ) -> Group:
+        """A group on a new topic of ``partitions`` with a new group id (the fixtures' factories)."""
+        topic = topic_factory(partitions)
+        return cls(start_process, bootstrap, group_factory(), topic, partitions, **options)
+
+    def form(self, names: Iterable[str], timeout_s: float = 90.0) -> dict[str, set[Partition]]:
+        """Start ``names``, the first alone (it leads a classic group), and wait for a settled assignment."""
+        first, *rest = names
+        self.start(first).wait_for_kind("assigned", timeout_s=60)
+        for name in rest:
+            self.start(name)
+        return self.wait_stable(timeout_s)
 
     def spec(self, name: str) -> dict[str, Any]:
         if self.spec_factory is not None:
             return self.spec_factory(name)
         settings: dict[str, Any] = {"protocol": self.protocol}
+        if self.protocol == "classic" and self.session_ms is not None:
+            settings["session_timeout_ms"] = self.session_ms
         if not self.static:
             settings["static_policy"] = "dynamic"
         spec = static_spec(
             self.bootstrap, self.group_id, [self.topic], name if self.static else None, **settings
         )
-        if self.protocol == "consumer":  # session and heartbeat are broker-side under KIP-848
-            for key in ("session_timeout_ms", "heartbeat_interval_ms"):
-                spec["settings"].pop(key, None)
+        if self.spec_extra is not None:
+            spec.update(self.spec_extra(name))
         return spec
 
     def start(self, name: str) -> ConsumerProcess:
         proc = self.start_process(self.spec(name), name=f"{name}#{len(self.retired) + 1}")
+        self.members[name] = proc
+        return proc
+
+    def spawn_held(self, name: str) -> ConsumerProcess:
+        """A process for member ``name`` that loads its interpreter now and starts only at :meth:`admit`."""
+        number = len(self.retired) + len(self.members) + 1
+        return self.start_process({**self.spec(name), "hold": True}, name=f"{name}#{number}")
+
+    def admit(self, name: str, proc: ConsumerProcess) -> ConsumerProcess:
+        """Start a :meth:`spawn_held` process as member ``name`` (whose previous process has stopped)."""
+        assert name not in self.members, f"{name} is still running"
+        proc.release()
         self.members[name] = proc
         return proc
 
@@ -76,6 +123,17 @@ class Group:
         proc = self.members.pop(name)
         self.stop_requested[id(proc)] = time.time()
         proc.kill()
+        self.retired.append(proc)
+        return proc
+
+    def retire(self, name: str, *, kill: bool = False) -> ConsumerProcess:
+        """Send SIGTERM (or SIGKILL) to member ``name`` and retire it without waiting for it to exit."""
+        proc = self.members.pop(name)
+        self.stop_requested[id(proc)] = time.time()
+        if kill:
+            proc.kill()
+        else:
+            proc.terminate()
         self.retired.append(proc)
         return proc
 

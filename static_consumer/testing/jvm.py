@@ -23,12 +23,15 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
-from typing import IO
+from typing import IO, TYPE_CHECKING
 
 from static_consumer.testing._classpath import Classpath, HarnessError, resolve_classpath
 from static_consumer.testing.kafka_ops import metadata
 from static_consumer.testing.sasl import LISTENER as SASL_LISTENER
 from static_consumer.testing.sasl import SaslUsers
+
+if TYPE_CHECKING:
+    from static_consumer.testing.tls import SecureListeners
 
 # Settings that make group tests fast and deterministic: no initial rebalance delay, session timeouts
 # down to 1 s, small internal topics. Tests override any of them through ``extra_config``.
@@ -69,9 +72,14 @@ class JvmNode:
     broker_port: int
     controller_port: int
     directory: Path
-    sasl_port: int | None = None
+    # Listener name -> port of the listeners next to PLAINTEXT (SASL_PLAINTEXT, the TLS ones).
+    listener_ports: dict[str, int] = field(default_factory=dict)
     process: subprocess.Popen[bytes] | None = None
     _log: IO[bytes] | None = field(default=None, repr=False)
+
+    @property
+    def sasl_port(self) -> int | None:
+        return self.listener_ports.get(SASL_LISTENER)
 
     @property
     def log_path(self) -> Path:
@@ -103,7 +111,8 @@ class JvmKafkaCluster:
     """``nodes`` combined KRaft nodes on 127.0.0.1. Use as a context manager or call start()/stop().
 
     ``sasl`` adds a SASL_PLAINTEXT listener on every node (see :attr:`sasl_bootstrap_servers`) next to
-    the PLAINTEXT one the harness itself uses.
+    the PLAINTEXT one the harness itself uses; ``tls`` adds the TLS listeners of
+    :mod:`static_consumer.testing.tls` (see :meth:`bootstrap_for`).
     """
 
     backend = "jvm"
@@ -117,6 +126,7 @@ class JvmKafkaCluster:
         start_timeout_s: float = 120.0,
         heap: str = "512m",
         sasl: SaslUsers | None = None,
+        tls: SecureListeners | None = None,
     ) -> None:
         if nodes < 1:
             raise ValueError("a cluster needs at least one node")
@@ -128,18 +138,15 @@ class JvmKafkaCluster:
         self.classpath: Classpath | None = None
         self.start_seconds: float | None = None
         self.sasl = sasl
-        per_node = 3 if sasl else 2
+        self.tls = tls
+        self.listeners = {**(sasl.listeners() if sasl else {}), **(tls.listeners() if tls else {})}
+        per_node = 2 + len(self.listeners)
         ports = free_ports(per_node * nodes)
-        self.nodes = [
-            JvmNode(
-                i + 1,
-                ports[per_node * i],
-                ports[per_node * i + 1],
-                self.workdir / f"node-{i + 1}",
-                sasl_port=ports[per_node * i + 2] if sasl else None,
-            )
-            for i in range(nodes)
-        ]
+        self.nodes = []
+        for i in range(nodes):
+            mine = ports[per_node * i : per_node * (i + 1)]
+            extra = dict(zip(self.listeners, mine[2:], strict=True))
+            self.nodes.append(JvmNode(i + 1, mine[0], mine[1], self.workdir / f"node-{i + 1}", extra))
         self._java = shutil.which("java") or "java"
         atexit.register(self._kill_all)
 
@@ -163,7 +170,13 @@ class JvmKafkaCluster:
         """The SASL_PLAINTEXT listeners (only with ``sasl``)."""
         if self.sasl is None:
             raise HarnessError("this cluster has no SASL listener: pass sasl=SaslUsers({...})")
-        return ",".join(f"127.0.0.1:{n.sasl_port}" for n in self.nodes)
+        return self.bootstrap_for(SASL_LISTENER)
+
+    def bootstrap_for(self, listener: str) -> str:
+        """The bootstrap servers of listener ``listener`` (e.g. ``"MTLS"``), every node."""
+        if listener not in self.listeners:
+            raise HarnessError(f"this cluster has no {listener} listener; it has {sorted(self.listeners)}")
+        return ",".join(f"127.0.0.1:{n.listener_ports[listener]}" for n in self.nodes)
 
     def start(self) -> JvmKafkaCluster:
         self.classpath = resolve_classpath()
@@ -307,9 +320,9 @@ class JvmKafkaCluster:
         voters = ",".join(f"{n.node_id}@127.0.0.1:{n.controller_port}" for n in self.nodes)
         advertised = f"PLAINTEXT://127.0.0.1:{node.broker_port}"
         protocols = "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT"
-        if self.sasl is not None:
-            advertised += f",{SASL_LISTENER}://127.0.0.1:{node.sasl_port}"
-            protocols += f",{SASL_LISTENER}:{SASL_LISTENER}"
+        for name, protocol in self.listeners.items():
+            advertised += f",{name}://127.0.0.1:{node.listener_ports[name]}"
+            protocols += f",{name}:{protocol}"
         config = {
             "process.roles": "broker,controller",
             "node.id": str(node.node_id),
@@ -328,9 +341,19 @@ class JvmKafkaCluster:
             "default.replication.factor": replication,
             **GROUP_TEST_CONFIG,
             **(self.sasl.broker_config() if self.sasl is not None else {}),
+            **(self.tls.broker_config() if self.tls is not None else {}),
             **self._extra,
         }
         node.config_path.write_text("".join(f"{k}={v}\n" for k, v in config.items()))
+
+    def _format_args(self) -> list[str]:
+        """SCRAM credentials of every SASL listener, each once (kafka-storage refuses duplicates)."""
+        args = [
+            *(self.sasl.format_args() if self.sasl else []),
+            *(self.tls.format_args() if self.tls else []),
+        ]
+        pairs = list(dict.fromkeys(zip(args[::2], args[1::2], strict=True)))
+        return [part for pair in pairs for part in pair]
 
     def _format(self, node: JvmNode, cluster_id: str) -> None:
         assert self.classpath is not None
@@ -345,7 +368,7 @@ class JvmKafkaCluster:
             cluster_id,
             "-c",
             str(node.config_path),
-            *(self.sasl.format_args() if self.sasl is not None else []),
+            *self._format_args(),
         ]
         done = subprocess.run(cmd, capture_output=True, text=True, timeout=120, check=False)
         if done.returncode != 0:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import logging
 import time
+import uuid
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -135,13 +136,33 @@ def produce(
     return acked
 
 
+# COORDINATOR_LOAD_IN_PROGRESS, COORDINATOR_NOT_AVAILABLE, NOT_COORDINATOR: a fresh broker creates
+# __consumer_offsets on the first FindCoordinator and answers these meanwhile.
+COORDINATOR_NOT_READY = frozenset({14, 15, 16})
+
+
 def describe_group(
-    bootstrap: str, group_id: str, timeout_s: float = 10.0, extra: Mapping[str, Any] | None = None
+    bootstrap: str,
+    group_id: str,
+    timeout_s: float = 10.0,
+    extra: Mapping[str, Any] | None = None,
+    *,
+    ready_within_s: float = 30.0,
 ) -> Any:
-    """confluent-kafka's ConsumerGroupDescription for ``group_id``."""
-    admin = _admin(bootstrap, extra)  # must outlive its futures
-    futures = admin.describe_consumer_groups([group_id], request_timeout=timeout_s)
-    return futures[group_id].result(timeout=timeout_s)
+    """confluent-kafka's ConsumerGroupDescription for ``group_id``, retrying for up to ``ready_within_s``
+    while the group coordinator is still being set up."""
+    from confluent_kafka import KafkaException
+
+    deadline = time.monotonic() + ready_within_s
+    while True:
+        admin = _admin(bootstrap, extra)  # must outlive its futures
+        futures = admin.describe_consumer_groups([group_id], request_timeout=timeout_s)
+        try:
+            return futures[group_id].result(timeout=timeout_s)
+        except KafkaException as exc:
+            if exc.args[0].code() not in COORDINATOR_NOT_READY or time.monotonic() > deadline:
+                raise
+        time.sleep(0.5)
 
 
 def committed_offsets(
@@ -154,6 +175,22 @@ def committed_offsets(
     admin = _admin(bootstrap, extra)  # must outlive its futures
     result = admin.list_consumer_group_offsets([request], request_timeout=10)[group_id].result(10)
     return {tp.partition: tp.offset for tp in result.topic_partitions if tp.offset >= 0}
+
+
+def high_watermarks(bootstrap: str, topic: str, partitions: int) -> dict[int, int]:
+    """The high watermark (the next offset to be written) of each partition of ``topic``."""
+    from confluent_kafka import Consumer, TopicPartition
+
+    consumer = Consumer(
+        {"bootstrap.servers": bootstrap, "group.id": f"hw-{uuid.uuid4().hex[:8]}", "logger": QUIET_LOGGER}
+    )
+    try:
+        return {
+            p: consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=10)[1]
+            for p in range(partitions)
+        }
+    finally:
+        consumer.close()
 
 
 def set_group_config(

@@ -1,4 +1,4 @@
-"""pytest plugin (entry point ``static_consumer``): real-Kafka fixtures for your integration tests.
+"""pytest plugin (opt-in: ``-p static_consumer.testing.plugin``): real-Kafka fixtures for integration tests.
 
 Fixtures:
 
@@ -20,6 +20,11 @@ Fixtures:
 - ``spark_standalone_cluster`` (session): a standalone Spark master and one worker on 127.0.0.1;
   ``.master_url``. Both need ``static-consumer[spark]`` and Java; they error (never skip) when they
   cannot start within ``START_TIMEOUT_S``.
+- ``kafka_secure_cluster`` (session): a one-node JVM cluster with the TLS listeners of
+  :mod:`static_consumer.testing.tls` (SSL, MTLS, SASL_SSL with SCRAM-SHA-512 and PLAIN, OAUTH, OTHERHOST)
+  next to PLAINTEXT; ``cluster.bootstrap_for("MTLS")``; ``cluster.tls.pki`` holds the throwaway CA and
+  certificates (generated at start, deleted at the end), ``cluster.tls.users`` the SASL users;
+  ``cluster.tls.settings_fields(listener, bootstrap)`` gives ConsumerSettings fields for a listener.
 """
 
 from __future__ import annotations
@@ -234,3 +239,32 @@ def spark_standalone_cluster(pytestconfig: pytest.Config) -> Iterator[Standalone
             f"start-up {cluster.start_seconds:.1f} s",
         )
         yield cluster
+
+
+@pytest.fixture(scope="session")
+def kafka_secure_cluster(pytestconfig: pytest.Config) -> Iterator[JvmKafkaCluster]:
+    import shutil
+    import tempfile
+    from pathlib import Path
+
+    from static_consumer.testing.certs import generate_pki
+    from static_consumer.testing.jvm import JvmKafkaCluster
+    from static_consumer.testing.sasl import SaslUsers
+    from static_consumer.testing.tls import SASL_MECHANISMS, SecureListeners
+
+    pki_dir = Path(tempfile.mkdtemp(prefix="static-consumer-pki-"))
+    pki = generate_pki(pki_dir)
+    users = SaslUsers(
+        {name: f"{name}-pw-{secrets.token_hex(12)}" for name in ("alice", "bob")}, SASL_MECHANISMS
+    )
+    cluster = JvmKafkaCluster(1, tls=SecureListeners(pki, users))
+    _clusters.append(cluster)
+    try:
+        cluster.start()
+        listeners = ", ".join(f"{name} {cluster.bootstrap_for(name)}" for name in cluster.listeners)
+        _announce(pytestconfig, "TLS " + _describe_start(cluster) + f"; {listeners}")
+        yield cluster
+    finally:
+        cluster.stop()
+        _clusters.remove(cluster)
+        shutil.rmtree(pki_dir, ignore_errors=True)

@@ -18,24 +18,42 @@ Event = dict[str, Any]
 
 
 class ConsumerProcess:
-    """One child consumer (see ``static_consumer.testing.child`` for the spec and the events)."""
+    """One child consumer (see ``static_consumer.testing.child`` for the spec and the events).
+
+    ``log_path``: also append every event, as received, to this JSONL file, together with what this side
+    saw: ``spawn`` (before the process starts), ``start`` (when its consumer may start: at once, or
+    at :meth:`release` for a spec with ``hold``), ``signal`` (``TERM`` or ``KILL``, when sent) and
+    ``reaped`` (its exit observed, with the exit ``code``), each marked ``"by": "runner"``. Without a
+    ``log_path`` nothing is written and these events are not recorded.
+    """
 
     def __init__(
-        self, spec: Mapping[str, Any], *, name: str = "consumer", env: Mapping[str, str] | None = None
+        self,
+        spec: Mapping[str, Any],
+        *,
+        name: str = "consumer",
+        env: Mapping[str, str] | None = None,
+        log_path: Path | None = None,
     ):
         self.spec = dict(spec)
         self.name = name
         self._events: list[Event] = []
         self._cond = threading.Condition()
+        self._log = open(log_path, "a", encoding="utf-8") if log_path is not None else None
+        self._reaped = False
+        self.note("spawn")
         self._stderr = Path(tempfile.mkstemp(prefix=f"{name}-", suffix=".stderr")[1])
         child_env = {**os.environ, **(env or {})}
         with open(self._stderr, "wb") as err:
             self.proc = subprocess.Popen(
                 [sys.executable, "-m", "static_consumer.testing.child", json.dumps(self.spec)],
+                stdin=subprocess.PIPE if self.spec.get("hold") else None,
                 stdout=subprocess.PIPE,
                 stderr=err,
                 env=child_env,
             )
+        if not self.spec.get("hold"):
+            self.note("start")
         self._reader = threading.Thread(target=self._read, name=f"{name}-events", daemon=True)
         self._reader.start()
 
@@ -48,14 +66,54 @@ class ConsumerProcess:
                 continue
             with self._cond:
                 self._events.append(event)
+                if self._log is not None:
+                    self._log.write(line.decode() if isinstance(line, bytes) else line)
                 self._cond.notify_all()
         with self._cond:
             self._cond.notify_all()
+
+    def note(self, kind: str, **fields: Any) -> None:
+        """Record something this side saw about the process (only with a ``log_path``)."""
+        if self._log is None:
+            return
+        event = {"kind": kind, "ts": time.time(), "by": "runner", **fields}
+        with self._cond:
+            self._events.append(event)
+            self._log.write(json.dumps(event) + "\n")
+            self._log.flush()
+            self._cond.notify_all()
+
+    def _note_reaped(self, code: int) -> None:
+        with self._cond:
+            if self._reaped:
+                return
+            self._reaped = True
+        self.note("reaped", code=code)
+
+    def release(self) -> None:
+        """Let a process spawned with ``hold`` in its spec start its consumer."""
+        assert self.proc.stdin is not None, "release() needs a spec with hold"
+        self.note("start")
+        self.proc.stdin.write(b"go\n")
+        self.proc.stdin.flush()
+
+    def close_log(self) -> None:
+        """Flush and close the ``log_path`` file once the process and its reader are done."""
+        self._reader.join(timeout=5)
+        with self._cond:
+            if self._log is not None:
+                self._log.close()
+                self._log = None
 
     # ----------------------------------------------------------------------------------- observing
     def events(self, kind: str | None = None) -> list[Event]:
         with self._cond:
             return [e for e in self._events if kind is None or e["kind"] == kind]
+
+    def events_since(self, index: int) -> list[Event]:
+        """The events from position ``index`` on: a poller that keeps count reads only what is new."""
+        with self._cond:
+            return self._events[index:]
 
     def wait_for(self, predicate: Callable[[Event], bool], timeout_s: float, what: str = "event") -> Event:
         """The first event (old or new) that satisfies ``predicate``; AssertionError after ``timeout_s``."""
@@ -107,13 +165,25 @@ class ConsumerProcess:
     def terminate(self) -> None:
         """SIGTERM: the child finishes its batch, commits and closes."""
         if self.proc.poll() is None:
+            self.note("signal", signal="TERM")
             self.proc.send_signal(signal.SIGTERM)
+
+    def freeze(self) -> float:
+        """SIGSTOP: every thread of the child stops, as in a GC pause or a frozen node; the time it did."""
+        self.proc.send_signal(signal.SIGSTOP)
+        return time.time()
+
+    def thaw(self) -> float:
+        """SIGCONT after :meth:`freeze`; the time it did."""
+        self.proc.send_signal(signal.SIGCONT)
+        return time.time()
 
     def kill(self) -> None:
         """SIGKILL: no commit, no close, nothing sent to the broker."""
         if self.proc.poll() is None:
+            self.note("signal", signal="KILL")
             self.proc.kill()
-        self.proc.wait(timeout=10)
+        self._note_reaped(self.proc.wait(timeout=10))
 
     def wait(self, timeout_s: float = 30.0) -> int:
         try:
@@ -123,6 +193,7 @@ class ConsumerProcess:
             raise AssertionError(
                 f"{self.name} did not exit within {timeout_s} s\n{self.stderr_tail()}"
             ) from exc
+        self._note_reaped(code)
         self._reader.join(timeout=5)
         return code
 

@@ -1,8 +1,9 @@
-"""An opt-in SASL_PLAINTEXT listener for the JVM harness: SCRAM-SHA-256 and PLAIN users.
+"""An opt-in SASL_PLAINTEXT listener for the JVM harness: SCRAM (SHA-256, SHA-512) and PLAIN users.
 
 SCRAM credentials live in the KRaft metadata log, so they are written when the storage is formatted
 (``kafka-storage format --add-scram``); PLAIN users live in the listener's JAAS config. The PLAINTEXT
-listener stays, so the harness itself (readiness, topic creation) needs no credentials.
+listener stays, so the harness itself (readiness, topic creation) needs no credentials. The same users
+serve the SASL_SSL listener of :mod:`static_consumer.testing.tls` (``broker_config(listener=...)``).
 """
 
 from __future__ import annotations
@@ -14,7 +15,8 @@ from types import MappingProxyType
 from typing import Any
 
 LISTENER = "SASL_PLAINTEXT"
-MECHANISMS = ("SCRAM-SHA-256", "PLAIN")
+MECHANISMS = ("SCRAM-SHA-256", "SCRAM-SHA-512", "PLAIN")
+DEFAULT_MECHANISMS = ("SCRAM-SHA-256", "PLAIN")
 # Both the --add-scram argument ([name=..,password=..]) and the JAAS config (user_x="..") are parsed
 # by Kafka without escapes, so names and passwords are limited to characters neither syntax treats
 # specially.
@@ -29,7 +31,7 @@ class SaslUsers:
     """
 
     users: Mapping[str, str]
-    mechanisms: tuple[str, ...] = MECHANISMS
+    mechanisms: tuple[str, ...] = DEFAULT_MECHANISMS
 
     def __post_init__(self) -> None:
         if not self.users:
@@ -52,13 +54,17 @@ class SaslUsers:
     def default_user(self) -> str:
         return next(iter(self.users))
 
-    def broker_config(self) -> dict[str, str]:
-        """server.properties entries for the SASL listener (listeners and the protocol map excepted)."""
-        prefix = f"listener.name.{LISTENER.lower()}"
-        config = {"sasl.enabled.mechanisms": ",".join(self.mechanisms)}
-        if "SCRAM-SHA-256" in self.mechanisms:
+    def listeners(self) -> dict[str, str]:
+        """Listener name -> security protocol (what the harness adds for ``sasl=``)."""
+        return {LISTENER: LISTENER}
+
+    def broker_config(self, listener: str = LISTENER) -> dict[str, str]:
+        """server.properties entries for a SASL listener (listeners and the protocol map excepted)."""
+        prefix = f"listener.name.{listener.lower()}"
+        config = {f"{prefix}.sasl.enabled.mechanisms": ",".join(self.mechanisms)}
+        for scram in (m for m in self.mechanisms if m.startswith("SCRAM")):
             # Credentials come from the metadata log; the login module only has to be named.
-            config[f"{prefix}.scram-sha-256.sasl.jaas.config"] = (
+            config[f"{prefix}.{scram.lower()}.sasl.jaas.config"] = (
                 "org.apache.kafka.common.security.scram.ScramLoginModule required;"
             )
         if "PLAIN" in self.mechanisms:
@@ -70,38 +76,45 @@ class SaslUsers:
 
     def format_args(self) -> list[str]:
         """``kafka-storage format`` arguments that create the SCRAM credentials."""
-        if "SCRAM-SHA-256" not in self.mechanisms:
-            return []
         args: list[str] = []
-        for name, password in self.users.items():
-            args += ["--add-scram", f"SCRAM-SHA-256=[name={name},password={password}]"]
+        for scram in (m for m in self.mechanisms if m.startswith("SCRAM")):
+            for name, password in self.users.items():
+                args += ["--add-scram", f"{scram}=[name={name},password={password}]"]
         return args
 
     def client_config(
-        self, bootstrap: str, user: str | None = None, mechanism: str = "SCRAM-SHA-256"
+        self,
+        bootstrap: str,
+        user: str | None = None,
+        mechanism: str = "SCRAM-SHA-256",
+        security_protocol: str = LISTENER,
     ) -> dict[str, Any]:
         """librdkafka properties (e.g. the ``extra`` of :mod:`static_consumer.testing.kafka_ops`)."""
         user = user or self.default_user
         return {
             "bootstrap.servers": bootstrap,
-            "security.protocol": LISTENER,
+            "security.protocol": security_protocol,
             "sasl.mechanisms": mechanism,
             "sasl.username": user,
             "sasl.password": self.users[user],
         }
 
     def settings_fields(
-        self, bootstrap: str, user: str | None = None, mechanism: str = "SCRAM-SHA-256"
+        self,
+        bootstrap: str,
+        user: str | None = None,
+        mechanism: str = "SCRAM-SHA-256",
+        security_protocol: str = LISTENER,
     ) -> dict[str, Any]:
         """ConsumerSettings fields that connect as ``user`` (the password as a plain string)."""
         user = user or self.default_user
         return {
             "bootstrap_servers": bootstrap,
-            "security_protocol": LISTENER,
+            "security_protocol": security_protocol,
             "sasl_mechanism": mechanism,
             "sasl_username": user,
             "sasl_password": self.users[user],
         }
 
 
-__all__ = ["LISTENER", "MECHANISMS", "SaslUsers"]
+__all__ = ["DEFAULT_MECHANISMS", "LISTENER", "MECHANISMS", "SaslUsers"]

@@ -18,6 +18,10 @@ def confluent_spec(bootstrap: str, group: str, topics: list[str], **config: Any)
     return {"mode": "confluent", "topics": topics, "config": {**base, **config}}
 
 
+# Classic-protocol session defaults for tests (a dead member is noticed in seconds, not 45 s).
+CLASSIC_DEFAULTS: dict[str, Any] = {"session_timeout_ms": 10000, "heartbeat_interval_ms": 500}
+
+
 def static_spec(
     bootstrap: str,
     group: str,
@@ -33,17 +37,19 @@ def static_spec(
 
     ``instance_id`` None leaves identity to ``env`` (e.g. ``{"POD_NAME": "app-2"}``). ``event_log``: a
     path for the JSONL membership event log; ``otel``: stream OpenTelemetry totals as ``metrics`` events.
+    Under ``protocol="consumer"`` the classic-only defaults (session and heartbeat) are left out: the
+    broker decides them under KIP-848 and the settings refuse them (``Group`` sets a per-group session).
     """
     base: dict[str, Any] = {
         "bootstrap_servers": bootstrap,
         "group_id": group,
         "topics": topics,
-        "session_timeout_ms": 10000,
-        "heartbeat_interval_ms": 500,
         "max_poll_interval_ms": 30000,
         "connect_timeout_s": 10.0,
         "shutdown_timeout_s": 10.0,
     }
+    if settings.get("protocol", "classic") == "classic":
+        base.update(CLASSIC_DEFAULTS)
     if instance_id is not None:
         base["instance_id"] = instance_id
     spec: dict[str, Any] = {"mode": "static", "env": env or {}, "settings": {**base, **settings}}

@@ -80,6 +80,10 @@ class OffsetTracker:
             if tp in wanted and self._committed.get(tp) != offset
         }
 
+    def last_committed(self) -> dict[TopicPartition, int]:
+        """What was last committed for the partitions owned now (sending it again moves nothing)."""
+        return {tp: offset for tp, offset in self._committed.items() if tp in self._owned}
+
     def committed(self, offsets: Mapping[TopicPartition, int]) -> None:
         """Note a successful commit, so it is not sent again."""
         for tp, offset in offsets.items():

@@ -28,17 +28,19 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import TypeVar
 
 from assignors import ordinal_plan
-from static_consumer._failures import is_transient
-from static_consumer._membership import Membership
-from static_consumer._seam import AdapterError, ConsumerAdapter, close_bounded
-from static_consumer._startup import JoinPlan
-from static_consumer.errors import ConfigurationError, FatalConsumerError, RetriableError
+from static_consumer._core import ownership
+from static_consumer._core.failures import commit_error, is_transient
+from static_consumer._core.seam import AdapterError, ConsumerAdapter, PollError, close_bounded
+from static_consumer._core.session import Session, State
+from static_consumer._core.topics import TopicWatch
+from static_consumer._kafka_codes import BY_NAME
+from static_consumer.errors import ConfigurationError, FatalConsumerError, RetriableError, StaticConsumerError
 from static_consumer.identity import Identity, ordinal_of
 from static_consumer.retry import RetryPolicy
 from static_consumer.settings import ConsumerSettings
 from static_consumer.types import TopicPartition
 
-log = logging.getLogger("static_consumer.consumer")
+log = logging.getLogger(__name__)
 
 REFRESH_KEY = "topic.metadata.refresh.interval.ms"
 DEFAULT_REFRESH_MS = 300_000  # librdkafka's default for REFRESH_KEY
@@ -79,20 +81,13 @@ def pod_ordinal(settings: ConsumerSettings, identity: Identity | None) -> tuple[
 class OrdinalAssignment:
     """This pod's slice, kept in line with the topics' partition counts."""
 
-    def __init__(
-        self,
-        settings: ConsumerSettings,
-        identity: Identity | None,
-        membership: Membership,
-        clock: Callable[[], float],
-        sleep: Callable[[float], object],
-        should_stop: Callable[[], bool],
-    ) -> None:
-        self.ordinal, self.replicas = pod_ordinal(settings, identity)
+    def __init__(self, session: Session) -> None:
+        settings = session.settings
+        self.ordinal, self.replicas = pod_ordinal(settings, session.plan.identity if session.plan else None)
         self._topics = settings.topics
         self._deadline_s = settings.connect_timeout_s
-        self._membership = membership
-        self._clock, self._sleep, self._should_stop = clock, sleep, should_stop
+        self._session = session
+        self._clock, self._sleep, self._should_stop = session.clock, session.sleep, session.stop.is_set
         self._interval = refresh_interval_s(settings)
         self._counts: dict[str, int] = {}
         self._owned: frozenset[TopicPartition] = frozenset()
@@ -115,7 +110,7 @@ class OrdinalAssignment:
         self._due = self._after(self._interval)
         if not plan:
             log.info("ordinal %d of %d owns no partitions of %s", self.ordinal, self.replicas, self._counts)
-        self._membership.on_assign(sorted(plan))
+        ownership.assigned(self._session, sorted(plan))
 
     def refresh(self, adapter: ConsumerAdapter) -> None:
         """When the refresh interval has passed, re-read partition counts and move partitions if the
@@ -154,11 +149,11 @@ class OrdinalAssignment:
         )
         self._counts = merged
         if removed:
-            self._membership.on_revoke(removed)  # commits what was processed while they are still ours
+            ownership.revoked(self._session, removed)  # commits what was processed while still ours
             adapter.incremental_unassign(removed)
         if added:
             adapter.incremental_assign(starts)
-            self._membership.on_assign(added)
+            ownership.assigned(self._session, added)
         self._owned = plan
 
     def _plan(self, counts: Mapping[str, int]) -> frozenset[TopicPartition]:
@@ -207,31 +202,62 @@ class OrdinalAssignment:
         return self._clock() + interval if interval is not None else float("inf")
 
 
-def start_ordinal(
-    adapter: ConsumerAdapter,
-    settings: ConsumerSettings,
-    plan: JoinPlan,
-    membership: Membership,
-    clock: Callable[[], float],
-    sleep: Callable[[float], object],
-    should_stop: Callable[[], bool],
-) -> OrdinalAssignment:
-    """Plan and assign this pod's slice on ``adapter``; closes the adapter (bounded) if that fails, so
-    a failed start leaves no client behind."""
-    try:
-        assignment = OrdinalAssignment(settings, plan.identity, membership, clock, sleep, should_stop)
-        assignment.start(adapter)
-    except BaseException:
-        close_bounded(adapter, settings.shutdown_timeout_s, log)
-        raise
-    return assignment
+class OrdinalMode:
+    """:class:`~static_consumer._core.modes.Mode` for ``assignment_mode='ordinal'``: assign this pod's
+    slice, never join, never leave (there is no membership to leave)."""
 
+    def __init__(self) -> None:
+        self.assignment: OrdinalAssignment | None = None
+        self.topics: TopicWatch | None = None
+
+    def join(self, session: Session) -> None:
+        """Plan and assign this pod's slice on a new client; a failed start closes the client (bounded),
+        so it leaves nothing behind."""
+        settings = session.settings
+        self.topics = TopicWatch(settings.topics, settings.missing_topic_timeout_s, session.clock)
+        adapter = session.new_client()
+        try:
+            assignment = OrdinalAssignment(session)
+            assignment.start(adapter)
+        except BaseException:
+            close_bounded(adapter, session.settings.shutdown_timeout_s, log)
+            raise
+        self.assignment, session.adapter = assignment, adapter
+        session.move(State.RUNNING)
+
+    def on_poll(self, session: Session, adapter: ConsumerAdapter) -> None:
+        if self.topics is not None:
+            self.topics.check(session, adapter)  # a missing topic is planned once it exists, or fails
+        if self.assignment is not None:
+            self.assignment.refresh(adapter)  # picks up partitions added to the topics
+
+    def recover(self, session: Session, error: PollError, handle: Callable[[PollError], object]) -> bool:
+        return False  # nothing to rejoin: the pod never joined
+
+    def close(self, session: Session, adapter: ConsumerAdapter, *, leave: bool, timeout_s: float) -> bool:
+        close_bounded(adapter, timeout_s, log)
+        return False  # never a member: nothing to leave, and nobody takes over the partitions
+
+    def commit_error(self, error: PollError, offsets: Mapping[TopicPartition, int]) -> StaticConsumerError:
+        refused = None
+        if error.code == _UNKNOWN_MEMBER_ID:
+            # Checked on Kafka 4.3: a commit from a non-member is accepted only while the group is empty.
+            refused = (
+                "the group has members. An ordinal consumer commits without joining, which the broker "
+                "allows only while no consumer is subscribed with this group id. Give the ordinal consumers "
+                "a group id of their own, or remove the old members (static members stay until their "
+                "session times out: 'static-consumer remove-members')"
+            )
+        return commit_error(error, offsets, refused_because=refused)
+
+
+_UNKNOWN_MEMBER_ID = BY_NAME["UNKNOWN_MEMBER_ID"].code
 
 __all__ = [
     "DEFAULT_REFRESH_MS",
     "REFRESH_KEY",
     "OrdinalAssignment",
+    "OrdinalMode",
     "pod_ordinal",
     "refresh_interval_s",
-    "start_ordinal",
 ]

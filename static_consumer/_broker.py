@@ -1,11 +1,16 @@
-"""Admin I/O for operator tools: describe a group, read partition counts, LeaveGroup by instance id.
+"""The few broker calls outside the consume loop: describe a group, remove members by instance id.
+
+The consumer needs them twice, and imports this module only when it does: removing its own static
+member on ``leave_group()`` under the KIP-848 protocol, and telling a listener what the coordinator
+still held for its instance id (``Joining.lookup_held``). The operator tools (``static_consumer.admin``)
+build on the same calls.
 
 kafka-python does most of the talking because librdkafka has no API to remove members by instance id
 and its group description leaves out each member's subscription, which the audit needs. The classic
 DescribeGroups API refuses KIP-848 groups, so those are described through confluent-kafka's
-``describe_consumer_groups`` (ConsumerGroupDescribe). Every client is closed before returning, and
-every broker error leaves this module as a :mod:`static_consumer.errors` class whose message never
-contains a configured secret.
+``describe_consumer_groups`` (ConsumerGroupDescribe). Every client is closed before returning, and every
+broker error leaves this module as a :mod:`static_consumer.errors` class, classified through the error
+table, whose message never contains a configured secret.
 """
 
 from __future__ import annotations
@@ -15,6 +20,7 @@ import logging
 import time
 from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
+from enum import Enum
 from typing import Any
 
 import kafka.errors as kafka_errors
@@ -22,7 +28,10 @@ from kafka.admin import MemberToRemove
 
 from static_consumer import _kafka_python
 from static_consumer._config import admin_config
+from static_consumer._group_watch import consumer_group
 from static_consumer._groups import GroupDescription, GroupMember, RemovalFailure
+from static_consumer._kafka_codes import ErrorKind, classify
+from static_consumer._secrets import scrub_for
 from static_consumer.errors import (
     AuthenticationError,
     BrokerUnavailableError,
@@ -37,15 +46,18 @@ from static_consumer.types import TopicPartition
 log = logging.getLogger(__name__)
 _LIBRDKAFKA_LOG = logging.getLogger("static_consumer.admin.librdkafka")
 CLIENT_ID = "static-consumer-admin"
-_RETRIABLE_GROUP_ERRORS = ("CoordinatorLoadInProgress", "CoordinatorNotAvailable", "NotCoordinator")
 
 
 @contextmanager
 def kafka_admin(settings: ConsumerSettings, doing: str) -> Iterator[Any]:
     """A kafka-python KafkaAdminClient for ``doing`` (e.g. "describe group g"), closed on exit.
 
-    Broker errors raised inside the block are translated (see :func:`translate`).
+    Broker errors raised inside the block are translated (see :func:`translate`). With SASL, a refusal
+    of the credentials ends it at once (see :func:`check_login`), not after ``connect_timeout_s``.
     """
+    failed = failed_login(settings)
+    if failed is not None:
+        raise error_for(*failed, settings, doing)
     try:
         with _kafka_python.admin_client(settings, CLIENT_ID) as admin:
             yield admin
@@ -61,28 +73,63 @@ def explain(exc: kafka_errors.KafkaError, settings: ConsumerSettings) -> kafka_e
     sending it (it reads the data and the end of stream together and keeps only the end), so with SCRAM
     a wrong password mostly surfaces as "Unable to bootstrap". librdkafka reports it reliably.
     """
-    if isinstance(exc, (kafka_errors.KafkaTimeoutError, kafka_errors.KafkaConnectionError)):
+    if _kafka_python.kind_of(exc) is ErrorKind.UNREACHABLE:
         reason = login_refusal(settings)
         if reason is not None:
             return kafka_errors.SaslAuthenticationFailedError(reason)
     return exc
 
 
+class Login(Enum):
+    """What the brokers made of the configured SASL credentials (:func:`check_login`)."""
+
+    NOT_SASL = "SASL is not configured"
+    ACCEPTED = "accepted"
+    REFUSED = "refused"
+    UNREACHABLE = "every broker failed for another reason"
+    NO_ANSWER = "no answer within the bound"
+
+
 def login_refusal(settings: ConsumerSettings, timeout_s: float | None = None) -> str | None:
     """The brokers' reason for refusing the configured SASL credentials; None when they accept them,
     cannot be reached, or SASL is not configured. Waits at most ``timeout_s`` (``connect_timeout_s``)."""
+    login, reason = check_login(settings, timeout_s)
+    return reason if login is Login.REFUSED else None
+
+
+def failed_login(settings: ConsumerSettings) -> tuple[ErrorKind, str] | None:
+    """With SASL, log in with librdkafka before kafka-python does: the kind and text of a login that
+    failed for certain (refused, or no answer within ``connect_timeout_s``), else None.
+
+    kafka-python 3.0 mostly drops the brokers' refusal (see :func:`explain`) and waits out
+    ``connect_timeout_s``: a wrong SCRAM password took 30.5 s with the defaults (one run, Kafka 4.3);
+    librdkafka reports it after one round trip. The price is one more connection and login per call,
+    for SASL only. After no answer at all, kafka-python would only wait for the same bound again."""
+    login, reason = check_login(settings)
+    if login is Login.REFUSED:
+        return ErrorKind.AUTHENTICATION, reason or "the credentials were refused"
+    if login is Login.NO_ANSWER:
+        return ErrorKind.UNREACHABLE, "no broker answered"
+    return None
+
+
+def check_login(settings: ConsumerSettings, timeout_s: float | None = None) -> tuple[Login, str | None]:
+    """Log in with librdkafka and ask for metadata: what the brokers made of the credentials, with their
+    reason when they refused them (secrets masked). Returns at the first refusal, acceptance or
+    broker failure, else after ``timeout_s`` (``connect_timeout_s``)."""
     if not settings.security_protocol.startswith("SASL"):
-        return None
-    from confluent_kafka import KafkaError, KafkaException
+        return Login.NOT_SASL, None
+    from confluent_kafka import KafkaException
     from confluent_kafka.admin import AdminClient
 
     refusals: list[str] = []
     unreachable: list[str] = []
 
     def on_error(err: Any) -> None:
-        if err.code() == KafkaError._AUTHENTICATION:  # one authentication round trip after connecting
+        kind = classify(err.code())
+        if kind is ErrorKind.AUTHENTICATION:  # one authentication round trip after connecting
             refusals.append(err.str())
-        elif err.code() == KafkaError._ALL_BROKERS_DOWN:
+        elif kind is ErrorKind.UNREACHABLE:
             unreachable.append(err.str())
 
     config: dict[str, Any] = {**admin_config(settings), "error_cb": on_error, "logger": _LIBRDKAFKA_LOG}
@@ -91,68 +138,69 @@ def login_refusal(settings: ConsumerSettings, timeout_s: float | None = None) ->
     while time.monotonic() < deadline:
         try:
             client.list_topics(timeout=max(0.01, min(0.25, deadline - time.monotonic())))
-            return None  # metadata answered: the credentials are accepted
+            return Login.ACCEPTED, None  # metadata answered: the credentials are accepted
         except KafkaException:
             pass
         client.poll(0)  # serves error_cb
         if refusals:
-            return scrub(refusals[0], settings)
+            return Login.REFUSED, scrub_for(settings, refusals[0])
         if unreachable:
-            return None  # every broker failed for another reason
-    return None
+            return Login.UNREACHABLE, None
+    return Login.NO_ANSWER, None
 
 
 def translate(exc: BaseException, settings: ConsumerSettings, doing: str) -> StaticConsumerError:
     """The project error for a kafka-python error met while ``doing`` something."""
-    text = scrub(str(exc) or type(exc).__name__, settings)
-    if isinstance(exc, _kafka_python.AUTH_ERRORS):
+    return error_for(_kafka_python.kind_of(exc), str(exc) or type(exc).__name__, settings, doing)
+
+
+def error_for(kind: ErrorKind, text: str, settings: ConsumerSettings, doing: str) -> StaticConsumerError:
+    """The project error for a classified broker error met while ``doing`` something."""
+    text = scrub_for(settings, text)
+    if kind is ErrorKind.AUTHENTICATION:
         return AuthenticationError(
             f"{doing}: the brokers refused to authenticate {settings.sasl_username!r} with "
             f"{settings.sasl_mechanism} ({text}); check sasl_username, sasl_password and sasl_mechanism"
         )
-    if isinstance(exc, kafka_errors.AuthorizationError):
+    if kind is ErrorKind.AUTHORIZATION:
         return ConfigurationError(
             f"{doing}: the brokers refused ({text}); check security_protocol, sasl_* and ssl_* settings, "
             "and that the principal may describe the group and its topics"
         )
-    if isinstance(exc, kafka_errors.UnsupportedVersionError):
+    if kind is ErrorKind.UNSUPPORTED:
         return CapabilityError(f"{doing}: the broker does not support the request ({text})")
-    if isinstance(exc, (kafka_errors.KafkaTimeoutError, kafka_errors.KafkaConnectionError)):
+    if kind is ErrorKind.UNREACHABLE:
         return BrokerUnavailableError(
             f"{doing}: no answer from {settings.bootstrap_servers} within {settings.connect_timeout_s:g}s "
             f"({text}); check bootstrap_servers and that the brokers are reachable, or raise "
             "connect_timeout_s"
         )
-    if getattr(exc, "retriable", False):
-        return RetriableError(f"{doing}: {text}; try again")
+    if kind is ErrorKind.TRANSIENT:
+        return RetriableError(
+            f"{doing}: {text}; a transient broker error (e.g. the coordinator moving), try again"
+        )
     return StaticConsumerError(f"{doing}: {text}")
 
 
-def scrub(text: str, settings: ConsumerSettings) -> str:
-    """``text`` with every configured secret masked (client errors can echo connection settings)."""
-    return _kafka_python.scrub(text, _kafka_python.secrets_of(settings))
-
-
 # ---------------------------------------------------------------------------------------- describe
+def describe_group(settings: ConsumerSettings, group_id: str | None = None) -> GroupDescription:
+    """Members, instance ids, hosts and assignments of the group, as the coordinator sees them now."""
+    group = group_id or settings.group_id
+    with kafka_admin(settings, f"describe group {group}") as admin:
+        return describe(admin, settings, group)
+
+
 def describe(admin: Any, settings: ConsumerSettings, group_id: str) -> GroupDescription:
     """Describe ``group_id``: DescribeGroups first (it carries subscriptions), ConsumerGroupDescribe for
     KIP-848 groups, which the classic API answers with GROUP_ID_NOT_FOUND."""
     raw = admin.describe_groups([group_id])[group_id]
     if raw.get("error") is None or raw.get("members"):
         return _from_describe_groups(group_id, raw)
-    if "GroupIdNotFound" not in str(raw["error"]):
-        raise _group_error(f"describe group {group_id}", str(raw["error"]))
+    error = str(raw["error"])
+    if "GroupIdNotFound" not in error:
+        raise error_for(_kafka_python.kind_of_text(error), error, settings, f"describe group {group_id}")
     # Either no such group or a KIP-848 group; ConsumerGroupDescribe tells them apart (Dead = unknown).
     return describe_consumer_protocol(settings, group_id)
-
-
-def _group_error(doing: str, error: str) -> StaticConsumerError:
-    """A group-level error of a DescribeGroups answer (kafka-python reports it as text)."""
-    if any(name in error for name in _RETRIABLE_GROUP_ERRORS):
-        return RetriableError(f"{doing}: {error}; the group coordinator is moving or loading, try again")
-    if "AuthorizationFailed" in error:
-        return ConfigurationError(f"{doing}: {error}; the principal needs DESCRIBE on the group")
-    return StaticConsumerError(f"{doing}: {error}")
 
 
 def _from_describe_groups(group_id: str, raw: Mapping[str, Any]) -> GroupDescription:
@@ -201,59 +249,12 @@ def describe_consumer_protocol(settings: ConsumerSettings, group_id: str) -> Gro
         ) from None
     except KafkaException as exc:
         error: Any = exc.args[0] if exc.args else None
-        text = scrub(error.str() if hasattr(error, "str") else str(exc), settings)
-        if hasattr(error, "retriable") and error.retriable():
-            raise RetriableError(f"{doing}: {text}; try again") from None
-        raise StaticConsumerError(f"{doing}: {text}") from None
-    members = tuple(
-        GroupMember(
-            member_id=m.member_id,
-            instance_id=m.group_instance_id or None,
-            client_id=m.client_id or "",
-            host=str(m.host or "").lstrip("/"),
-            subscription=None,
-            assignment=_partitions(m.assignment),
-            target_assignment=_partitions(m.target_assignment) if m.target_assignment else None,
-        )
-        for m in desc.members
-    )
-    group_type = getattr(desc.type, "name", str(desc.type)).lower()
-    return GroupDescription(
-        group_id=group_id,
-        state=_camel(getattr(desc.state, "name", str(desc.state))),
-        group_type=group_type,
-        assignor=desc.partition_assignor or None,
-        members=members,
-    )
-
-
-def _partitions(assignment: Any) -> tuple[TopicPartition, ...]:
-    parts = getattr(assignment, "topic_partitions", None) or ()
-    return tuple(sorted(TopicPartition(tp.topic, tp.partition) for tp in parts))
-
-
-def _camel(enum_name: str) -> str:
-    """``PREPARING_REBALANCE`` -> ``PreparingRebalance``: the broker's own spelling of group states."""
-    return "".join(word.capitalize() for word in enum_name.split("_"))
-
-
-# --------------------------------------------------------------------------------------- topics
-def partition_counts(admin: Any, topics: Iterable[str]) -> tuple[dict[str, int], tuple[str, ...]]:
-    """``({topic: partition count}, missing topics)`` for ``topics`` (never auto-creates)."""
-    names = sorted(set(topics))
-    if not names:
-        return {}, ()
-    counts: dict[str, int] = {}
-    missing: list[str] = []
-    for topic in admin.describe_topics(names):
-        error = kafka_errors.for_code(topic["error_code"])
-        if error is kafka_errors.NoError:
-            counts[topic["name"]] = len(topic["partitions"])
-        elif error is kafka_errors.UnknownTopicOrPartitionError:
-            missing.append(topic["name"])
-        else:
-            raise error(f"describe topic {topic['name']}")
-    return counts, tuple(sorted(missing))
+        text = error.str() if hasattr(error, "str") else str(exc)
+        kind = classify(error.code()) if hasattr(error, "code") else ErrorKind.OTHER
+        if kind is ErrorKind.OTHER and hasattr(error, "retriable") and error.retriable():
+            kind = ErrorKind.TRANSIENT
+        raise error_for(kind, text, settings, doing) from None
+    return consumer_group(group_id, desc)
 
 
 # ---------------------------------------------------------------------------------------- remove
@@ -286,14 +287,32 @@ def leave(
     return tuple(removed), tuple(absent), tuple(failed)
 
 
+def remove_static_member(settings: ConsumerSettings, instance_id: str) -> bool:
+    """Remove this consumer's own static member (one LeaveGroup v3+ by instance id). True if it was
+    removed, False if the broker no longer knew it; raises StaticConsumerError when refused or unreachable."""
+    group = settings.group_id
+    with kafka_admin(settings, f"remove {instance_id!r} from group {group!r}") as admin:
+        removed, _, failed = leave(admin, group, [instance_id], "static_consumer leave_group()")
+    if failed:
+        raise RetriableError(
+            f"the broker refused to remove {instance_id!r} from group {group!r}: {failed[0].error}"
+        )
+    return bool(removed)
+
+
 __all__ = [
+    "CLIENT_ID",
+    "Login",
+    "check_login",
+    "failed_login",
     "describe",
     "describe_consumer_protocol",
+    "describe_group",
+    "error_for",
     "explain",
     "kafka_admin",
-    "login_refusal",
     "leave",
-    "partition_counts",
-    "scrub",
+    "login_refusal",
+    "remove_static_member",
     "translate",
 ]

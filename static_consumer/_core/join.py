@@ -1,7 +1,8 @@
-"""From settings to a librdkafka config: identity, capability gate, static decision.
+"""Joining: from settings to a join plan (identity, capability gate, static decision, client config),
+and what the coordinator still holds for this instance id.
 
-Runs before any librdkafka consumer exists, so a consumer that cannot be static (under policy
-'require') never joins the group at all.
+``plan_join`` runs before any librdkafka consumer exists, so a consumer that cannot be static (under
+policy 'require') never joins the group at all.
 """
 
 from __future__ import annotations
@@ -13,12 +14,22 @@ from dataclasses import dataclass, field
 from static_consumer._config import ConfigValue, consumer_config
 from static_consumer.capabilities import BrokerCapabilities, StaticDecision, decide
 from static_consumer.errors import ConfigurationError
+from static_consumer.events import HeldAssignment
 from static_consumer.identity import Identity, resolve_identity
 from static_consumer.settings import ConsumerSettings
 
-log = logging.getLogger("static_consumer.consumer")
+log = logging.getLogger(__name__)
 
 Prober = Callable[[ConsumerSettings], BrokerCapabilities]
+HeldLookup = Callable[[], HeldAssignment | None]
+
+
+def probe_broker(settings: ConsumerSettings) -> BrokerCapabilities:
+    """The default :data:`Prober`: ApiVersions and group configs through kafka-python, imported here
+    and not before, so a process that never starts a consumer never loads it."""
+    from static_consumer._probe import probe
+
+    return probe(settings)
 
 
 @dataclass(frozen=True)
@@ -79,4 +90,39 @@ def _identity(settings: ConsumerSettings, env: Mapping[str, str]) -> Identity | 
         raise
 
 
-__all__ = ["JoinPlan", "Prober", "plan_join"]
+def held_lookup(settings: ConsumerSettings, instance_id: str | None) -> HeldLookup:
+    """A once-only look-up of what the coordinator still holds for ``instance_id``; None for a dynamic
+    member or on failure.
+
+    A restarted process cannot tell from its own assignment whether its join made the group rebalance:
+    librdkafka reports the same callbacks either way, and the generation it sees is only meaningful next
+    to the one the group had before. What tells them apart is whether the broker still held the instance
+    id (and which partitions) when the process came back: KIP-345 hands a held static member its old
+    assignment without a new generation. The look-up runs only if a listener asks for it (telemetry
+    does), so consumers without such a listener pay nothing.
+    """
+    answer: list[HeldAssignment | None] = []
+
+    def lookup() -> HeldAssignment | None:
+        if not answer:
+            answer.append(None if instance_id is None else _ask(settings, instance_id))
+        return answer[0]
+
+    return lookup
+
+
+def _ask(settings: ConsumerSettings, instance_id: str) -> HeldAssignment | None:
+    from static_consumer._broker import describe_group  # a broker call: loaded only when asked
+
+    try:
+        group = describe_group(settings)
+    except Exception as exc:  # noqa: BLE001 - an observability aid must never stop the consumer joining
+        log.info("could not ask the group coordinator what it holds for %r: %s", instance_id, exc)
+        return None
+    member = group.member(instance_id)
+    if member is None:
+        return HeldAssignment(held=False, group_state=group.state)
+    return HeldAssignment(held=True, partitions=member.assignment, group_state=group.state)
+
+
+__all__ = ["HeldLookup", "JoinPlan", "Prober", "held_lookup", "plan_join", "probe_broker"]

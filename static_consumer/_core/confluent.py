@@ -2,8 +2,9 @@
 
 This is the only module of the consumer path that imports ``confluent_kafka``. Everything above it
 speaks the project's own types (:class:`Record`, :class:`RecordBatch`, :class:`TopicPartition`, and
-the seam's :class:`PollError` and :class:`ConsumerAdapter` in ``_seam``), so the core runs on a fake
-adapter in unit tests.
+the seam's :class:`PollError` and :class:`ConsumerAdapter` in ``seam``), so the core runs on a fake
+adapter in unit tests. Error codes are classified through ``static_consumer._kafka_codes``; what stays
+here is how librdkafka reports them (the broker cause of a ``_FATAL`` is only in its text).
 
 Facts this module relies on (librdkafka 2.16 against Kafka 4.3, checked on a real broker):
 
@@ -23,33 +24,23 @@ Facts this module relies on (librdkafka 2.16 against Kafka 4.3, checked on a rea
 
 from __future__ import annotations
 
-import functools
 import logging
-import operator
+import re
 import struct
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any
+from itertools import repeat
+from typing import Any, cast
 
 import confluent_kafka
 
 from static_consumer._config import ConfigValue
-from static_consumer._seam import (
-    FENCED_INSTANCE_ID,
-    UNRELEASED_INSTANCE_ID,
-    AdapterError,
-    ConsumerAdapter,
-    PollError,
-    RebalanceCallback,
-    close_bounded,
-)
-from static_consumer.types import Record, RecordBatch, TopicPartition
+from static_consumer._core.seam import AdapterError, PollError, RebalanceCallback
+from static_consumer._kafka_codes import FATAL, FENCED_INSTANCE_ID, UNRELEASED_INSTANCE_ID
+from static_consumer.types import Headers, Record, RecordBatch, RecordList, TopicPartition, make_records
 
 # librdkafka's own log lines (SESSTMOUT, MAXPOLL, FATAL, ...) go to this logger instead of stderr.
 LIBRDKAFKA_LOGGER = logging.getLogger("static_consumer.librdkafka")
 
-FATAL = confluent_kafka.KafkaError._FATAL
-MAX_POLL_EXCEEDED = confluent_kafka.KafkaError._MAX_POLL_EXCEEDED
-PARTITION_EOF = confluent_kafka.KafkaError._PARTITION_EOF
 _NO_TIMESTAMP = confluent_kafka.TIMESTAMP_NOT_AVAILABLE
 # The broker error behind a _FATAL is only in its text; librdkafka builds that text from its own
 # description of the broker code, so match those descriptions rather than hand-copied strings.
@@ -60,11 +51,14 @@ _CAUSES = {
 
 
 def poll_error(err: confluent_kafka.KafkaError) -> PollError:
-    """Translate a librdkafka error into the project's type."""
+    """Translate a librdkafka error into the project's type (the seam classifies it by the table)."""
     code, reason = err.code(), err.str()
     cause = None
     if code == FATAL:
         cause = next((c for c, text in _CAUSES.items() if text in reason), None)
+        lowered = reason.lower()
+        if cause is None and "fenced" in lowered and "instance" in lowered:
+            cause = FENCED_INSTANCE_ID  # a fencing text of another librdkafka version
     elif code == FENCED_INSTANCE_ID:
         # A commit that reaches the broker after the fence raises the broker code itself, with fatal()
         # False; librdkafka turns it into a fatal error right after, so it is fatal here too.
@@ -116,8 +110,57 @@ def _message(msg: confluent_kafka.Message) -> Record | PollError:
 
 
 _Message = confluent_kafka.Message
-_first, _second = operator.itemgetter(0), operator.itemgetter(1)
-_is_not_none = functools.partial(operator.is_not, None)
+
+
+def _records(msgs: list[confluent_kafka.Message], topic: str | None) -> RecordList:
+    """Messages without errors as Records, field by field: one ``map`` over an accessor per field (no
+    Python frame per message), and the highest offset per partition for ``commit(records)`` on the way.
+
+    The messages are released before the first Record is built. The garbage collector counts container
+    objects allocated since its last run (less those freed) and starts a collection at 700: the client's
+    messages and this batch's Records together would pass that in every batch, and the survivors of each
+    collection get promoted until full collections of the whole heap follow. The messages gone first, a
+    batch of 500 Records stays below it, and a consume loop runs no collections at all, as a raw client
+    loop. Keys and values are taken as the client gives them: a plain ``Consumer`` yields bytes or None.
+    """
+    size = len(msgs)
+    # Messages without an error always have a topic, partition and offset (the stubs allow None).
+    topics = repeat(topic, size) if topic is not None else cast("list[str]", list(map(_Message.topic, msgs)))
+    partitions = cast("list[int]", list(map(_Message.partition, msgs)))
+    offsets = cast("list[int]", list(map(_Message.offset, msgs)))
+    keys = list(map(_Message.key, msgs))
+    values = list(map(_Message.value, msgs))
+    raw_headers = list(map(_Message.headers, msgs))
+    types, stamps = _timestamps(msgs)
+    msgs.clear()
+    headers: Iterable[Headers] = repeat((), size)
+    if raw_headers.count(None) != size:  # some record has headers (a C loop comparing identities)
+        headers = [() if h is None else _headers(h) for h in raw_headers]
+    if topic is not None:
+        highest = {(topic, p): o for p, o in dict(zip(partitions, offsets, strict=True)).items()}
+    else:  # a dict keeps the last value per key, and each partition's records come in offset order
+        highest = dict(zip(zip(topics, partitions, strict=True), offsets, strict=True))
+    fields = zip(topics, partitions, offsets, keys, values, stamps, types, headers, strict=True)
+    return RecordList(make_records(fields), highest)
+
+
+_STAMPS_AT_ONCE = 50
+
+
+def _timestamps(msgs: list[confluent_kafka.Message]) -> tuple[list[int], list[int | None]]:
+    """Timestamp types and timestamps (None where the broker gave none). ``timestamp()`` makes a new
+    (type, ms) tuple per call, so they are taken apart fifty at a time: all of them at once would
+    pile up next to the messages and set off the collector (see :func:`_records`)."""
+    types: list[int] = []
+    stamps: list[int | None] = []
+    for start in range(0, len(msgs), _STAMPS_AT_ONCE):
+        chunk = map(_Message.timestamp, msgs[start : start + _STAMPS_AT_ONCE])
+        some_types, some_stamps = zip(*chunk, strict=True)
+        types += some_types
+        stamps += some_stamps
+    if _NO_TIMESTAMP in types:
+        stamps = [None if t == _NO_TIMESTAMP else ts for t, ts in zip(types, stamps, strict=True)]
+    return types, stamps
 
 
 class _Columns:
@@ -128,11 +171,12 @@ class _Columns:
     values, so unlike :func:`_record` these columns take them as they are.
     """
 
-    __slots__ = ("_msgs", "_stamps")
+    __slots__ = ("_msgs", "_stamps", "_topic")
 
-    def __init__(self, msgs: list[confluent_kafka.Message]) -> None:
+    def __init__(self, msgs: list[confluent_kafka.Message], topic: str | None) -> None:
         self._msgs = msgs
-        self._stamps: list[tuple[int, int]] | None = None
+        self._topic = topic
+        self._stamps: tuple[list[int], list[int | None]] | None = None
 
     def __call__(self, name: str) -> list[Any] | None:
         msgs = self._msgs
@@ -140,17 +184,24 @@ class _Columns:
             return list(map(_ACCESSORS[name], msgs))
         if name == "headers":
             raw = list(map(_Message.headers, msgs))
-            return [() if h is None else _headers(h) for h in raw] if any(map(_is_not_none, raw)) else None
-        if self._stamps is None:
-            self._stamps = list(map(_Message.timestamp, msgs))
-        if name == "timestamp_types":
-            return list(map(_first, self._stamps))
-        if name == "timestamps_ms":
-            stamps = list(map(_second, self._stamps))
-            if _NO_TIMESTAMP in map(_first, self._stamps):
-                stamps = [None if t == _NO_TIMESTAMP else ts for t, ts in self._stamps]
-            return stamps
+            return [() if h is None else _headers(h) for h in raw] if raw.count(None) != len(raw) else None
+        if name == "timestamp_types" or name == "timestamps_ms":
+            if self._stamps is None:
+                self._stamps = _timestamps(msgs)
+            return self._stamps[0] if name == "timestamp_types" else self._stamps[1]
         raise KeyError(f"no column {name!r}")
+
+    def highest(self) -> dict[tuple[str, int], int]:
+        """Highest offset per (topic, partition): the last message of each partition (they come in offset
+        order), found with one pass in C that builds no offset column."""
+        msgs, topic = self._msgs, self._topic
+        last: dict[Any, confluent_kafka.Message]
+        if topic is not None:
+            last = dict(zip(map(_Message.partition, msgs), msgs, strict=True))
+            return {(topic, p): cast(int, m.offset()) for p, m in last.items()}
+        keys = zip(map(_Message.topic, msgs), map(_Message.partition, msgs), strict=True)
+        last = dict(zip(keys, msgs, strict=True))
+        return {tp: cast(int, m.offset()) for tp, m in last.items()}
 
 
 _ACCESSORS = {
@@ -172,7 +223,16 @@ def _convert(
     """
     if any(map(_Message.error, msgs)):  # KafkaError is truthy; None is not
         return [_message(m) for m in msgs]
-    return RecordBatch.deferred(len(msgs), _Columns(msgs), topic=topic)
+    columns = _Columns(msgs, topic)
+    return RecordBatch.deferred(len(msgs), columns, topic=topic, highest=columns.highest)
+
+
+def _matches(entry: str, topics: Iterable[str]) -> bool:
+    """Whether a subscription entry (a name, or a ``^regex`` as librdkafka takes it) matches a topic."""
+    if not entry.startswith("^"):
+        return entry in topics
+    pattern = re.compile(entry)
+    return any(pattern.search(topic) for topic in topics)
 
 
 def _ours(parts: Sequence[confluent_kafka.TopicPartition]) -> list[TopicPartition]:
@@ -288,13 +348,23 @@ class ConfluentAdapter:
             counts[topic] = len(meta.partitions) if meta is not None and meta.partitions else None
         return counts
 
+    def unmatched(self, subscription: Sequence[str], timeout: float) -> list[str]:
+        try:
+            # Every topic: a pattern needs them all, and naming topics could make the broker create them.
+            names = self._consumer.list_topics(timeout=timeout).topics
+        except confluent_kafka.KafkaException as exc:
+            raise _raise(exc) from None
+        return [entry for entry in subscription if not _matches(entry, names)]
+
     def poll(self, timeout: float) -> Record | PollError | None:
         msg = self._consumer.poll(timeout)
         return None if msg is None else _message(msg)
 
     def consume(self, max_records: int, timeout: float) -> list[Record | PollError]:
-        got = _convert(self._consumer.consume(max_records, timeout), self._topic)
-        return got if isinstance(got, list) else list(got.records())
+        msgs = self._consumer.consume(max_records, timeout)
+        if any(map(_Message.error, msgs)):  # an error event among them: message by message
+            return [_message(m) for m in msgs]
+        return _records(msgs, self._topic)  # type: ignore[return-value]  # list is invariant
 
     def consume_batch(self, max_records: int, timeout: float) -> RecordBatch | list[Record | PollError]:
         return _convert(self._consumer.consume(max_records, timeout), self._topic)
@@ -335,6 +405,13 @@ class ConfluentAdapter:
         result = self._consumer.position(parts)
         return {TopicPartition(p.topic, p.partition): _offset(p.offset) for p in result}
 
+    def seek(self, partition: TopicPartition, offset: int) -> None:
+        # librdkafka bumps the partition's version at once, so messages already queued are not served.
+        try:
+            self._consumer.seek(confluent_kafka.TopicPartition(partition.topic, partition.partition, offset))
+        except confluent_kafka.KafkaException as exc:
+            raise _raise(exc) from None
+
     def assignment(self) -> list[TopicPartition]:
         return _ours(self._consumer.assignment())
 
@@ -355,17 +432,4 @@ class ConfluentAdapter:
         self._consumer.close()
 
 
-__all__ = [
-    "FATAL",
-    "FENCED_INSTANCE_ID",
-    "LIBRDKAFKA_LOGGER",
-    "MAX_POLL_EXCEEDED",
-    "PARTITION_EOF",
-    "UNRELEASED_INSTANCE_ID",
-    "AdapterError",
-    "ConfluentAdapter",
-    "ConsumerAdapter",
-    "PollError",
-    "close_bounded",
-    "parse_generation",
-]
+__all__ = ["LIBRDKAFKA_LOGGER", "ConfluentAdapter", "parse_generation", "poll_error"]

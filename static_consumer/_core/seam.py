@@ -1,8 +1,10 @@
 """The seam's own side: what the consumer core needs from a Kafka client, in the project's types.
 
-:class:`ConsumerAdapter` is implemented by ``_adapter.ConfluentAdapter`` (librdkafka) and, in unit
+:class:`ConsumerAdapter` is implemented by ``confluent.ConfluentAdapter`` (librdkafka) and, in unit
 tests, by a scripted fake. Nothing here imports a client library, so the core depends on this module
-and only the code that builds a client depends on ``_adapter``.
+and only the code that builds a client depends on ``confluent``. Errors cross the seam as
+:class:`PollError`, classified by the error table: the core branches on ``error.kind``, never on a
+client's codes.
 """
 
 from __future__ import annotations
@@ -10,23 +12,21 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Protocol
 
+from static_consumer._kafka_codes import ErrorKind, classify
 from static_consumer.types import Record, RecordBatch, TopicPartition
 
 RebalanceCallback = Callable[[list[TopicPartition]], None]
-
-# Broker error codes the core reacts to (Kafka's protocol error numbers).
-FENCED_INSTANCE_ID = 82
-UNRELEASED_INSTANCE_ID = 111
 
 
 @dataclass(frozen=True, slots=True)
 class PollError:
     """An error event from the client. ``fatal`` means the client instance is dead: librdkafka's own
     fatal flag, or a ``_FATAL`` code (which is how fencing arrives, with ``fatal()`` False).
-    ``cause`` is the broker error code behind a ``_FATAL`` when it could be recognised."""
+    ``cause`` is the broker error code behind a ``_FATAL`` when it could be recognised. ``kind`` is
+    what the error table makes of the three, and all the core looks at."""
 
     code: int
     name: str
@@ -34,6 +34,10 @@ class PollError:
     fatal: bool
     retriable: bool
     cause: int | None = None
+    kind: ErrorKind = field(init=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "kind", classify(self.code, fatal=self.fatal, cause=self.cause))
 
 
 class AdapterError(Exception):
@@ -71,6 +75,11 @@ class ConsumerAdapter(Protocol):
         know (or reported an error for without partitions)."""
         ...
 
+    def unmatched(self, subscription: Sequence[str], timeout: float) -> list[str]:
+        """The entries of ``subscription`` (topic names, ``^regex`` patterns) that match no topic in
+        fresh cluster metadata."""
+        ...
+
     def poll(self, timeout: float) -> Record | PollError | None: ...
 
     def consume(self, max_records: int, timeout: float) -> list[Record | PollError]: ...
@@ -86,6 +95,10 @@ class ConsumerAdapter(Protocol):
     ) -> dict[TopicPartition, int | None]: ...
 
     def position(self, partitions: Sequence[TopicPartition]) -> dict[TopicPartition, int | None]: ...
+
+    def seek(self, partition: TopicPartition, offset: int) -> None:
+        """Fetch ``partition`` (assigned) from ``offset`` next; records queued past it are discarded."""
+        ...
 
     def assignment(self) -> list[TopicPartition]: ...
 
@@ -131,8 +144,6 @@ def close_bounded(adapter: ConsumerAdapter, timeout_s: float, log: logging.Logge
 
 
 __all__ = [
-    "FENCED_INSTANCE_ID",
-    "UNRELEASED_INSTANCE_ID",
     "AdapterError",
     "ConsumerAdapter",
     "PollError",

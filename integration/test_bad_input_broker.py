@@ -11,6 +11,7 @@ from __future__ import annotations
 import socket
 import threading
 import time
+import uuid
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -24,27 +25,10 @@ from static_consumer import (
     StaticConsumer,
     exit_code_for,
 )
-from static_consumer.testing import describe_group
+from static_consumer.testing import create_topic, describe_group, produce
 
 CONNECT_TIMEOUT_S = 3.0
 SLACK_S = 10.0  # interpreter, DNS-free connect refusals and client teardown; generous on purpose
-# COORDINATOR_LOAD_IN_PROGRESS, COORDINATOR_NOT_AVAILABLE, NOT_COORDINATOR
-COORDINATOR_NOT_READY = frozenset({14, 15, 16})
-
-
-def _members(bootstrap: str, group: str) -> list[Any]:
-    """describe_group's members, retrying while the group coordinator is still being set up (a fresh
-    broker creates __consumer_offsets on the first FindCoordinator and answers NOT_COORDINATOR meanwhile)."""
-    from confluent_kafka import KafkaException
-
-    deadline = time.monotonic() + 30
-    while True:
-        try:
-            return list(describe_group(bootstrap, group).members)
-        except KafkaException as exc:
-            if exc.args[0].code() not in COORDINATOR_NOT_READY or time.monotonic() > deadline:
-                raise
-            time.sleep(0.5)
 
 
 @pytest.fixture
@@ -122,7 +106,7 @@ def test_invalid_instance_id_never_reaches_the_real_broker(
     group = kafka_group_id_factory()
     error, _ = _start(_settings(kafka_bootstrap_servers, group_id=group, instance_id="a" * 250))
     assert isinstance(error, InvalidInstanceIdError) and "249" in str(error)
-    assert _members(kafka_bootstrap_servers, group) == []
+    assert list(describe_group(kafka_bootstrap_servers, group).members) == []
 
 
 @pytest.mark.parametrize(
@@ -141,3 +125,90 @@ def test_conflicting_passthrough_from_the_environment_is_a_configuration_error(
     with pytest.raises(ConfigurationError) as info:
         ConsumerSettings(bootstrap_servers="kafka-0:9092", group_id="g", topics=("t",))
     assert field in str(info.value) and info.value.exit_code == 78
+
+
+MISSING_TOPIC_TIMEOUT_S = 4.0
+# Start (probe, join) plus the wait plus one metadata check: generous, the machine is shared.
+MISSING_TOPIC_BOUND_S = MISSING_TOPIC_TIMEOUT_S + 40.0
+
+
+def _consume_until_error_or(consumer: StaticConsumer, bound_s: float) -> tuple[BaseException | None, float]:
+    """Poll as run_until_sigterm does until an exception or ``bound_s``; (the exception, seconds)."""
+    began = time.monotonic()
+    try:
+        consumer.start()
+        while time.monotonic() - began < bound_s:
+            consumer.consume(100, 0.5)
+    except Exception as exc:  # noqa: BLE001 - the test inspects it
+        return exc, time.monotonic() - began
+    finally:
+        consumer.close()
+    return None, time.monotonic() - began
+
+
+@pytest.mark.parametrize("protocol", ["classic", "consumer"])
+def test_a_missing_topic_and_a_regex_matching_nothing_end_in_a_configuration_error(
+    protocol: str,
+    kafka_bootstrap_servers: str,
+    kafka_topic_factory: Callable[..., str],
+    kafka_group_id_factory: Callable[..., str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    existing = kafka_topic_factory(partitions=2)
+    missing, pattern = f"missing-{uuid.uuid4().hex[:8]}", f"^nomatch-{uuid.uuid4().hex[:8]}-.*"
+    # The pod route: the bound comes from the environment (before the fix this variable was ignored).
+    monkeypatch.setenv("STATIC_CONSUMER_MISSING_TOPIC_TIMEOUT_S", str(MISSING_TOPIC_TIMEOUT_S))
+    settings = _settings(
+        kafka_bootstrap_servers,
+        group_id=kafka_group_id_factory(),
+        topics=(existing, missing, pattern),
+        protocol=protocol,
+    )
+
+    error, elapsed = _consume_until_error_or(StaticConsumer(settings, env={}), MISSING_TOPIC_BOUND_S)
+
+    print(f"{protocol}: {type(error).__name__} after {elapsed:.1f} s: {error}")
+    assert isinstance(error, ConfigurationError), f"no configuration error within {elapsed:.0f} s: {error!r}"
+    assert exit_code_for(error) == 78
+    message = str(error)
+    assert repr(missing) in message and repr(pattern) in message and repr(existing) not in message
+    assert "missing_topic_timeout_s" in message
+    assert elapsed >= MISSING_TOPIC_TIMEOUT_S  # it waited for the topics to be created first
+
+
+@pytest.mark.parametrize("protocol", ["classic", "consumer"])
+def test_topics_created_during_the_wait_are_consumed_without_an_error(
+    protocol: str,
+    kafka_bootstrap_servers: str,
+    kafka_group_id_factory: Callable[..., str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # The trade-off of a bounded wait: a topic another deployment step creates a little later is fine.
+    later = f"later-{uuid.uuid4().hex[:8]}"
+    monkeypatch.setenv("STATIC_CONSUMER_MISSING_TOPIC_TIMEOUT_S", str(MISSING_TOPIC_TIMEOUT_S * 3))
+    settings = _settings(
+        kafka_bootstrap_servers,
+        group_id=kafka_group_id_factory(),
+        topics=(later, f"^{later}-.*"),
+        protocol=protocol,
+        librdkafka={"topic.metadata.refresh.interval.ms": 1000},  # so librdkafka sees the new topics soon
+    )
+    consumer = StaticConsumer(settings, env={})
+    records = []
+    began = time.monotonic()
+    try:
+        consumer.start()
+        consumer.consume(10, 1.0)
+        create_topic(kafka_bootstrap_servers, later, 1)
+        create_topic(kafka_bootstrap_servers, f"{later}-x", 1)
+        produce(kafka_bootstrap_servers, later, 5)
+        produce(kafka_bootstrap_servers, f"{later}-x", 5)
+        # Past the bound, and until both topics were consumed from.
+        while time.monotonic() - began < MISSING_TOPIC_BOUND_S:
+            records.extend(consumer.consume(100, 0.5))
+            if time.monotonic() - began > MISSING_TOPIC_TIMEOUT_S * 3 + 1 and len(records) >= 10:
+                break
+    finally:
+        consumer.close()
+    assert {r.topic for r in records} == {later, f"{later}-x"}, len(records)
+    assert time.monotonic() - began > MISSING_TOPIC_TIMEOUT_S * 3

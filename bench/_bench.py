@@ -1,0 +1,152 @@
+"""What the benchmarks share: producing test records, timing a pass, and summarising interleaved passes.
+
+Benchmarks run on a shared machine, so every comparison is made pass by pass: the loops of one round run
+back to back (in alternating order from round to round), each wrapper pass is divided by the baseline
+pass of its own round, and the median of those per-round ratios is reported with its spread. Load drift
+between rounds then cancels instead of landing on whichever loop ran during the busy minute.
+"""
+
+from __future__ import annotations
+
+import gc
+import os
+import platform
+import statistics
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+from static_consumer.testing.kafka_ops import QUIET_LOGGER
+
+HEADERS = [("trace-id", b"0af7651916cd43dd8448eb211c80319c"), ("source", b"bench")]
+
+
+def produce(bootstrap: str, topic: str, count: int, value_bytes: int, *, headers: bool = False) -> float:
+    """Produce ``count`` records of ``value_bytes`` (keys "0", "1", ...); returns the seconds it took."""
+    from confluent_kafka import Producer
+
+    producer = Producer(
+        {
+            "bootstrap.servers": bootstrap,
+            "linger.ms": 20,
+            "batch.size": 1_000_000,
+            "compression.type": "lz4",
+            "logger": QUIET_LOGGER,
+        }
+    )
+    value = b"x" * value_bytes
+    extra = {"headers": HEADERS} if headers else {}
+    started = time.monotonic()
+    for i in range(count):
+        for _ in range(10_000):
+            try:
+                producer.produce(topic, key=str(i).encode(), value=value, **extra)
+                break
+            except BufferError:
+                producer.poll(0.05)
+        else:
+            raise RuntimeError("producer queue stayed full")
+        if i % 10_000 == 0:
+            producer.poll(0)
+    if producer.flush(300):
+        raise RuntimeError("producer did not flush")
+    return time.monotonic() - started
+
+
+@dataclass
+class Pass:
+    """One loop's read of the whole topic: records/s (wall, first to last record), CPU per record of this
+    process (the Python loop plus librdkafka's threads) and of the consuming thread alone (the Python
+    loop and the client calls it makes: the part a wrapper adds to), and the garbage collections it ran."""
+
+    rate: float
+    cpu_us: float
+    thread_us: float
+    collections: int
+
+
+class PassTimer:
+    """Times a pass from its first record; counts the garbage collections in between."""
+
+    def __init__(self) -> None:
+        self.seen = 0
+        self._start: tuple[float, float, float] | None = None
+        self._gcs = 0
+        gc.callbacks.append(self._on_gc)
+
+    def _on_gc(self, phase: str, _info: dict[str, int]) -> None:
+        if phase == "start" and self._start is not None:
+            self._gcs += 1
+
+    def add(self, count: int) -> None:
+        if self._start is None:
+            self._start = (time.monotonic(), time.process_time(), time.thread_time())
+        self.seen += count
+
+    def result(self) -> Pass:
+        gc.callbacks.remove(self._on_gc)
+        if self._start is None or not self.seen:
+            raise RuntimeError("no record arrived")
+        wall, cpu = time.monotonic() - self._start[0], time.process_time() - self._start[1]
+        thread = time.thread_time() - self._start[2]
+        return Pass(self.seen / wall, cpu / self.seen * 1e6, thread / self.seen * 1e6, self._gcs)
+
+
+@dataclass
+class Rounds:
+    """Passes of several loops, run round by round; ratios are taken within a round."""
+
+    baseline: str
+    passes: dict[str, list[Pass]] = field(default_factory=dict)
+
+    def run(self, loops: dict[str, Callable[[], Pass]], rounds: int, *, log: Callable[[str], None]) -> None:
+        names = list(loops)
+        for number in range(rounds + 1):  # round 0 warms up (JIT-free, but caches, the broker, ...)
+            order = names if number % 2 else names[::-1]
+            got = {name: loops[name]() for name in order}
+            label = "warm-up" if number == 0 else f"round {number}"
+            log(f"  {label}: " + ", ".join(f"{n} {p.rate:,.0f}/s" for n, p in got.items()))
+            if number:
+                for name, result in got.items():
+                    self.passes.setdefault(name, []).append(result)
+
+    def ratios(self, name: str) -> list[float]:
+        return [p.rate / b.rate for p, b in zip(self.passes[name], self.passes[self.baseline], strict=True)]
+
+    def table(self) -> list[str]:
+        lines = [
+            f"    {'loop':<44} {'median rec/s':>12} {'CPU us/rec':>10} {'thread us/rec':>13} {'GCs/pass':>8} "
+            f"{'ratio to baseline: median [min-max] of rounds':>46}"
+        ]
+        for name, got in self.passes.items():
+            rate = statistics.median(p.rate for p in got)
+            cpu = statistics.median(p.cpu_us for p in got)
+            thread = statistics.median(p.thread_us for p in got)
+            gcs = statistics.median(p.collections for p in got)
+            if name == self.baseline:
+                ratio = "baseline"
+            else:
+                rs = self.ratios(name)
+                ratio = f"{statistics.median(rs):.3f} [{min(rs):.3f}-{max(rs):.3f}]"
+            numbers = f"{rate:>12,.0f} {cpu:>10.2f} {thread:>13.2f} {gcs:>8.0f}"
+            lines.append(f"    {name:<44} {numbers} {ratio:>46}")
+        return lines
+
+
+def median_ratio(rounds: Rounds, name: str) -> float:
+    return statistics.median(rounds.ratios(name))
+
+
+def machine() -> str:
+    import confluent_kafka
+
+    load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
+    return (
+        f"{platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}, "
+        f"confluent-kafka {confluent_kafka.version()[0]}, librdkafka {confluent_kafka.libversion()[0]}; "
+        f"1-minute load average at start {load:.1f}"
+    )
+
+
+def spread(values: Sequence[float]) -> str:
+    return f"median {statistics.median(values):.3f} (min {min(values):.3f}, max {max(values):.3f})"

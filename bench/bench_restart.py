@@ -1,0 +1,318 @@
+"""What a crash, a clean restart and a duplicate process cost a static member, under each group protocol.
+
+    python bench/bench_restart.py [--kills 6] [--closes 4] [--duplicates 3] [--session-s 30]
+                                  [--group-session-s S] [--protocols classic,consumer]
+                                  [--scenarios kill,close,duplicate,idle]
+
+Starts one Apache Kafka broker on the JVM (the test harness) whose KIP-848 session is ``--session-s``
+(``group.consumer.session.timeout.ms``; the heartbeat interval stays at Kafka's 5 s default, as a new
+user would run it) and StaticConsumer child processes (classic: ``session_timeout_ms`` = the same
+session, the library's default heartbeat). ``--group-session-s`` gives every KIP-848 group its own
+``consumer.session.timeout.ms`` override instead. Every scenario runs on a new group of three members over six
+partitions while a producer writes 100 records/s and every member commits after each batch:
+
+- kill: SIGKILL one member once the group is stable, restart it at once (rotating through the members);
+- close: SIGTERM (the member commits and closes without leaving), restart it at once;
+- duplicate: start a second process with the id of a member that owns everything, with traffic (the
+  member commits) and idle (nothing to commit).
+
+Prints one row per scenario: times in seconds from the kill, SIGTERM or start of the duplicate, as
+min-max over the runs; the refused joins and session expiries the broker logged; and the load average,
+since timings on a shared machine vary with it. "old member gone" is when ConsumerGroupDescribe (polled
+every 0.25 s) stopped listing the old member id: its expiry under KIP-848 after a crash, its replacement
+otherwise; it can trail the restart's assignment by a poll, hence small negative "gone -> assigned".
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import threading
+import time
+import uuid
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager, nullcontext
+from dataclasses import dataclass, field
+from typing import Any
+
+from static_consumer.demo.runner import ContinuousProducer
+from static_consumer.testing import JvmKafkaCluster, create_topic, describe_group
+from static_consumer.testing.group import Group
+from static_consumer.testing.kafka_ops import set_group_config
+from static_consumer.testing.processes import ConsumerProcess, wait_until
+from static_consumer.testing.specs import static_spec
+
+PARTITIONS = 6
+MEMBERS = ("app-0", "app-1", "app-2")
+RATE = 100  # records per second
+
+
+@dataclass
+class Row:
+    """The runs of one scenario: numeric columns as lists (spread), counts as totals."""
+
+    name: str
+    n: int = 0
+    values: dict[str, list[float]] = field(default_factory=dict)
+    counts: dict[str, list[str]] = field(default_factory=dict)
+
+    def add(self, column: str, value: float | None) -> None:
+        if value is not None:
+            self.values.setdefault(column, []).append(value)
+
+    def note(self, column: str, value: object) -> None:
+        self.counts.setdefault(column, []).append(str(value))
+
+    def cell(self, column: str) -> str:
+        if column in self.values:
+            got = self.values[column]
+            low, high = min(got), max(got)
+            dash = " to " if low < 0 else "-"
+            text = f"{low:.1f}" if high - low < 0.05 else f"{low:.1f}{dash}{high:.1f}"
+            return text if len(got) == self.n else f"{text} ({len(got)}/{self.n})"
+        if column in self.counts:
+            notes = self.counts[column]
+            distinct = sorted(set(notes), key=notes.index)
+            return ", ".join(f"{v} x{notes.count(v)}" if notes.count(v) > 1 else v for v in distinct)
+        return "-"
+
+
+class Broker:
+    """The harness broker, its log (refusals and expiries per group) and a stream of unique names."""
+
+    def __init__(self, cluster: JvmKafkaCluster, group_session_s: float | None) -> None:
+        self.cluster = cluster
+        self.bootstrap = cluster.bootstrap_servers
+        self.group_session_s = group_session_s
+
+    def log_count(self, group: str, what: str) -> int:
+        patterns = {
+            "refused": rf"\[GroupId {re.escape(group)}\] Static member .* cannot join the group because",
+            "expired": rf"\[GroupId {re.escape(group)}\] .*session expired",
+        }
+        pattern = re.compile(patterns[what])
+        return sum(
+            len(pattern.findall(path.read_text(errors="replace")))
+            for path in self.cluster.log_paths()
+            if path.exists()
+        )
+
+
+def new_group(broker: Broker, protocol: str, tag: str, session_s: float) -> Group:
+    """A group of StaticConsumer children: classic members ask for ``session_s`` with the library's
+    default heartbeat; KIP-848 groups get the broker's session, or ``broker.group_session_s``."""
+    suffix = uuid.uuid4().hex[:6]
+    topic = create_topic(broker.bootstrap, f"bench-restart-{tag}-{suffix}", PARTITIONS)
+    group_id = f"bench-restart-{protocol}-{tag}-{suffix}"
+    if protocol == "consumer" and broker.group_session_s is not None:
+        override = {"consumer.session.timeout.ms": str(int(broker.group_session_s * 1000))}
+        set_group_config(broker.bootstrap, group_id, override)
+
+    def spec(name: str) -> dict[str, Any]:
+        settings: dict[str, Any] = {"protocol": protocol, "max_poll_interval_ms": 300000}
+        if protocol == "classic":
+            settings.update(session_timeout_ms=int(session_s * 1000), heartbeat_interval_ms=None)
+        result = static_spec(broker.bootstrap, group_id, [topic], name, **settings)
+        result.update(batch=100, max_runtime_s=3600)
+        return result
+
+    return _NoOverride(
+        ConsumerProcess, broker.bootstrap, group_id, topic, PARTITIONS, protocol=protocol, spec_factory=spec
+    )
+
+
+class _NoOverride(Group):
+    def __post_init__(self) -> None:
+        pass  # no per-group session: the broker's applies, as on a stock deployment
+
+
+def member_id(bootstrap: str, group: str, instance_id: str) -> str | None:
+    return next(
+        (m.member_id for m in describe_group(bootstrap, group).members if m.group_instance_id == instance_id),
+        None,
+    )
+
+
+@contextmanager
+def watching_release(bootstrap: str, group: str, old: str | None, limit_s: float) -> Iterator[list[float]]:
+    """Yields [time the member id ``old`` left the group] once it did (polled every 0.25 s)."""
+    seen: list[float] = []
+    stop = threading.Event()
+
+    def run() -> None:
+        deadline = time.monotonic() + limit_s
+        while not stop.is_set() and time.monotonic() < deadline and old is not None:
+            try:
+                ids = {m.member_id for m in describe_group(bootstrap, group).members}
+            except Exception:  # noqa: BLE001 - a describe during a coordinator hiccup: look again
+                ids = {old}
+            if old not in ids:
+                seen.append(time.time())
+                return
+            stop.wait(0.25)
+
+    thread = threading.Thread(target=run, daemon=True)
+    thread.start()
+    try:
+        yield seen
+    finally:
+        stop.set()
+        thread.join(timeout=30)
+
+
+def first_partitions(proc: ConsumerProcess, timeout_s: float) -> float:
+    event = proc.wait_for(lambda e: e["kind"] == "assigned" and e["partitions"], timeout_s, "partitions")
+    return float(event["ts"])
+
+
+def restarts(broker: Broker, protocol: str, how: str, runs: int, session_s: float) -> Row:
+    """``how`` = kill or close: stop a member that way and restart it at once, ``runs`` times."""
+    row = Row(f"{protocol}, {'kill -9' if how == 'kill' else 'SIGTERM (close)'} + restart")
+    group = new_group(broker, protocol, how, session_s)
+    with ContinuousProducer(broker.bootstrap, group.topic, RATE):
+        group.form(MEMBERS, timeout_s=180)
+        for i in range(runs):
+            name = MEMBERS[i % len(MEMBERS)]
+            group.wait_stable(timeout_s=180)
+            time.sleep(2)
+            before = group.owned()[name]
+            old = member_id(broker.bootstrap, group.group_id, name)
+            refused, expired = (broker.log_count(group.group_id, w) for w in ("refused", "expired"))
+            with watching_release(broker.bootstrap, group.group_id, old, 2 * session_s + 60) as released:
+                began = time.time()
+                if how == "kill":
+                    group.kill(name)
+                else:
+                    stopped = group.stop(name)
+                    row.add("stop -> exit (s)", stopped.events("exit")[-1]["ts"] - began)
+                restarted = group.start(name)
+                assigned_at = first_partitions(restarted, 2 * session_s + 90)
+                group.wait_stable(timeout_s=180)
+            row.n += 1
+            row.add("-> assigned (s)", assigned_at - began)
+            row.add("old member gone (s)", released[0] - began if released else None)
+            if released:
+                row.add("gone -> assigned (s)", assigned_at - released[0])
+            row.note("same partitions", restarted.assignment() == before)
+            others = [p for n, p in group.members.items() if n != name]
+            row.note("revocations elsewhere", group.revocations_since(began, others))
+            row.note("refused joins", broker.log_count(group.group_id, "refused") - refused)
+            row.note("expiries", broker.log_count(group.group_id, "expired") - expired)
+            row.note("restart exit", "running" if restarted.returncode is None else restarted.returncode)
+    twice = sum(1 for count in group.consumed().values() if count > 1)
+    row.note("records twice", twice)
+    for proc in group.all_processes():
+        proc.kill()
+    return row
+
+
+def duplicates(broker: Broker, protocol: str, runs: int, traffic: bool, session_s: float) -> Row:
+    """A second process with the id of a member that owns every partition, ``runs`` times."""
+    row = Row(f"{protocol}, duplicate, {'traffic + commits' if traffic else 'idle'}")
+    for _ in range(runs):
+        group = new_group(broker, protocol, "dup", session_s)
+        with ContinuousProducer(broker.bootstrap, group.topic, RATE) if traffic else nullcontext():
+            duplicate(group, row, traffic, session_s)
+    return row
+
+
+def duplicate(group: Group, row: Row, traffic: bool, session_s: float) -> None:
+    original = group.start("app-0")
+    procs = [original]
+    try:
+        wait_until(lambda: len(original.assignment()) == PARTITIONS, 120, "the original owning all")
+        if traffic:
+            original.wait_for_kind("committed", timeout_s=60)
+        began = time.time()
+        twin = group.start("app-0")  # the same spec, so the same instance id
+        procs.append(twin)
+        wait_until(lambda: any(p.returncode is not None for p in procs), 2 * session_s + 90, "an exit")
+        loser = next(p for p in procs if p.returncode is not None)
+        exit_event = loser.wait_for_kind("exit", timeout_s=5)
+        row.n += 1
+        row.note("loser", "the newcomer" if loser is twin else "the original")
+        row.note("exit code", exit_event["code"])
+        row.add("start -> exit (s)", exit_event["ts"] - began)
+        if loser is twin:
+            row.add("joining -> exit (s)", exit_event["ts"] - twin.wait_for_kind("ready", timeout_s=5)["ts"])
+        survivor = twin if loser is original else original
+        row.note("survivor", "running" if survivor.returncode is None else survivor.returncode)
+    finally:
+        for proc in procs:
+            proc.kill()
+
+
+RESTART_COLUMNS = (
+    "stop -> exit (s)",
+    "-> assigned (s)",
+    "old member gone (s)",
+    "gone -> assigned (s)",
+    "same partitions",
+    "revocations elsewhere",
+    "refused joins",
+    "expiries",
+    "restart exit",
+    "records twice",
+)
+DUPLICATE_COLUMNS = ("loser", "exit code", "start -> exit (s)", "joining -> exit (s)", "survivor")
+
+
+def table(rows: Sequence[Row]) -> str:
+    """A markdown table of ``rows`` with the columns any of them has, in the order above."""
+    have = {c for r in rows for c in [*r.values, *r.counts]}
+    columns = [c for c in (*RESTART_COLUMNS, *DUPLICATE_COLUMNS) if c in have]
+    lines = [
+        "| scenario | n | " + " | ".join(columns) + " |",
+        "|---|---|" + "---|" * len(columns),
+    ]
+    lines.extend(f"| {r.name} | {r.n} | " + " | ".join(r.cell(c) for c in columns) + " |" for r in rows)
+    return "\n".join(lines)
+
+
+def load() -> str:
+    return "/".join(f"{x:.1f}" for x in os.getloadavg())
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--kills", type=int, default=6)
+    parser.add_argument("--closes", type=int, default=4)
+    parser.add_argument("--duplicates", type=int, default=3)
+    parser.add_argument("--session-s", type=float, default=30.0)
+    parser.add_argument("--group-session-s", type=float, help="a per-group override for KIP-848 groups")
+    parser.add_argument("--protocols", default="classic,consumer")
+    parser.add_argument("--scenarios", default="kill,close,duplicate,idle")
+    args = parser.parse_args()
+    config = {"group.consumer.session.timeout.ms": str(int(args.session_s * 1000))}
+    loads = [load()]
+    with JvmKafkaCluster(1, extra_config=config) as cluster:
+        broker = Broker(cluster, args.group_session_s)
+        group_note = f", KIP-848 group override {args.group_session_s:g} s" if args.group_session_s else ""
+        print(
+            f"Apache Kafka {cluster.version} at {broker.bootstrap}; session {args.session_s:g} s (both "
+            f"protocols{group_note}), heartbeat: Kafka's and the library's defaults; load average "
+            f"(1/5/15 min) {loads[0]}",
+            flush=True,
+        )
+        rows: list[Row] = []
+        scenarios: dict[str, Callable[[str], Row]] = {
+            "kill": lambda p: restarts(broker, p, "kill", args.kills, args.session_s),
+            "close": lambda p: restarts(broker, p, "close", args.closes, args.session_s),
+            "duplicate": lambda p: duplicates(broker, p, args.duplicates, True, args.session_s),
+            "idle": lambda p: duplicates(broker, p, args.duplicates, False, args.session_s),
+        }
+        for name in args.scenarios.split(","):
+            for protocol in args.protocols.split(","):
+                rows.append(scenarios[name](protocol))
+                loads.append(load())
+                print(table(rows[-1:]), flush=True)
+    print()
+    print(table([r for r in rows if "duplicate" not in r.name]))
+    print()
+    print(table([r for r in rows if "duplicate" in r.name]))
+    print(f"load average (1/5/15 min) after each scenario: {', '.join(loads)}")
+
+
+if __name__ == "__main__":
+    main()

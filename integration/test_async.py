@@ -1,0 +1,324 @@
+"""AsyncStaticConsumer on a real broker, both group protocols (issue 19).
+
+- A clean static restart of the asyncio runner (a signal through the loop: finish the batch, commit,
+  close without leaving) gets the same partitions back, the bystander (a StaticConsumer child process)
+  sees no revocation, and over the bounce every record of the async member's partitions is handled
+  exactly once (offsets 0 .. high watermark, none twice).
+- Classic: a second process with the same group.instance.id fences the async member; the awaiting task
+  ends with FencedInstanceError (exit code 82), after closing without committing anything more.
+  Consumer protocol (KIP-848): the member already in the group wins; the duplicate is refused
+  (UNRELEASED_INSTANCE_ID) and the async member keeps consuming, undisturbed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+import urllib.error
+import urllib.request
+from collections import Counter
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from static_consumer import ConsumerSettings, State
+from static_consumer.aio import AsyncStaticConsumer, run_until_sigterm
+from static_consumer.errors import FencedInstanceError
+from static_consumer.events import Fenced, Revoked
+from static_consumer.shutdown import exit_code_for
+from static_consumer.testing import produce
+from static_consumer.testing.group import Group
+from static_consumer.testing.kafka_ops import high_watermarks
+from static_consumer.testing.processes import ConsumerProcess
+from static_consumer.types import RecordBatch
+
+PARTITIONS = 4
+SIGNAL = signal.SIGUSR2  # sent to this process; the runner handles it through the loop like SIGTERM
+WAIT_S = 90.0  # upper bounds only: the machine is shared and loaded
+
+
+Factories = tuple[Callable[..., ConsumerProcess], str, Callable[..., str], Callable[..., str]]
+
+
+def _group(protocol: str, factories: Factories) -> Group:
+    start_process, bootstrap, topics, groups = factories
+    return Group.new(start_process, bootstrap, topics, groups, PARTITIONS, protocol=protocol)
+
+
+@pytest.fixture
+def factories(
+    kafka_bootstrap_servers: str,
+    kafka_topic_factory: Callable[..., str],
+    kafka_group_id_factory: Callable[..., str],
+    kafka_consumer_process_factory: Callable[..., ConsumerProcess],
+) -> Factories:
+    start, bootstrap = kafka_consumer_process_factory, kafka_bootstrap_servers
+    return start, bootstrap, kafka_topic_factory, kafka_group_id_factory
+
+
+class Incarnation:
+    """One run of the asyncio runner in this process, handling batches into ``seen``."""
+
+    def __init__(self, group: Group, name: str, seen: Counter[tuple[int, int]]) -> None:
+        self.consumer = AsyncStaticConsumer(ConsumerSettings(**group.spec(name)["settings"]))
+        self.events = self.consumer.events()
+        self.seen = seen
+        self.handled = 0
+
+    async def handle(self, batch: RecordBatch) -> None:
+        for record in batch:
+            self.seen[(record.partition, record.offset)] += 1
+        self.handled += len(batch)
+        await asyncio.sleep(0)
+
+    def run(self) -> asyncio.Task[None]:
+        return asyncio.create_task(
+            run_until_sigterm(
+                self.consumer, self.handle, max_records=200, poll_timeout_s=0.2, signals=(SIGNAL,)
+            )
+        )
+
+    async def assigned(self) -> tuple[tuple[str, int], ...]:
+        await _until(lambda: self.consumer.status().ready and bool(self.consumer.assignment), "assigned")
+        return tuple((tp.topic, tp.partition) for tp in self.consumer.assignment)
+
+
+async def _until(condition: Callable[[], bool], what: str, timeout_s: float = WAIT_S) -> None:
+    deadline = time.monotonic() + timeout_s
+    while not condition():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout_s}s waiting for {what}")
+        await asyncio.sleep(0.1)
+
+
+async def _stable(group: Group, bystander: str, incarnation: Incarnation) -> dict[str, set[tuple[str, int]]]:
+    """Bystander and async member together own every partition, unchanged for 3 s."""
+    everything = {(group.topic, p) for p in range(PARTITIONS)}
+    last: tuple[set[tuple[str, int]], set[tuple[str, int]]] = (set(), set())
+    since = time.monotonic()
+
+    def settled() -> bool:
+        nonlocal last, since
+        now = (group.members[bystander].assignment(), set(incarnation.consumer.assignment))
+        if now != last or now[0] | now[1] != everything or now[0] & now[1] or not all(now):
+            last, since = now, time.monotonic()
+            return False
+        return time.monotonic() - since >= 3.0
+
+    await _until(settled, "a settled assignment")
+    return {bystander: last[0], "async": last[1]}
+
+
+@pytest.mark.parametrize("protocol", ["classic", "consumer"])
+def test_clean_static_restart_keeps_partitions_and_handles_every_record_once(
+    protocol: str, factories: Factories
+) -> None:
+    started = time.monotonic()
+    group = _group(protocol, factories)
+    group.start("app-0").wait_for_kind("assigned", timeout_s=60)
+    seen: Counter[tuple[int, int]] = Counter()
+
+    async def bounce() -> tuple[set[tuple[str, int]], tuple[tuple[str, int], ...], float]:
+        first = Incarnation(group, "app-1", seen)
+        task = first.run()
+        owned = (await _stable(group, "app-0", first))["async"]
+        stable_since = time.time()
+        # Produced only now, so every record of the async member's partitions is its own to handle.
+        await asyncio.to_thread(produce, group.bootstrap, group.topic, 2000)
+        await _until(lambda: sum(seen.values()) >= 200, "the first records")
+        await asyncio.to_thread(produce, group.bootstrap, group.topic, 1000, start=2000)
+        os.kill(os.getpid(), SIGNAL)  # mid-stream: finish the batch, commit, close without leaving
+        await asyncio.wait_for(task, WAIT_S)
+        assert first.consumer.state is State.CLOSED
+        await asyncio.to_thread(produce, group.bootstrap, group.topic, 500, start=3000)  # while it is down
+
+        second = Incarnation(group, "app-1", seen)
+        task = second.run()
+        again = await second.assigned()
+        hw = await asyncio.to_thread(high_watermarks, group.bootstrap, group.topic, PARTITIONS)
+        mine = {p for _, p in owned}
+        await _until(lambda: all(seen[(p, hw[p] - 1)] for p in mine if hw[p]), "the rest of the records")
+        os.kill(os.getpid(), SIGNAL)
+        await asyncio.wait_for(task, WAIT_S)
+        assert second.handled > 0
+        revoked = [e async for e in second.events if isinstance(e, Revoked)]
+        # The only revoke the restarted member saw is its own close (it never lost anything while running).
+        assert [tuple(e.partitions) for e in revoked] in ([], [tuple(sorted(again))])
+        return owned, again, stable_since
+
+    owned, again, stable_since = asyncio.run(asyncio.wait_for(bounce(), 4 * WAIT_S))
+    assert set(again) == owned, "the restarted static member got other partitions"
+    assert group.revocations_since(stable_since) == 0, "the bystander noticed the restart"
+    hw = high_watermarks(group.bootstrap, group.topic, PARTITIONS)
+    for partition in {p for _, p in owned}:
+        offsets = sorted(o for (p, o), _ in seen.items() if p == partition)
+        assert offsets == list(range(hw[partition])), f"partition {partition}: records lost"
+    twice = {key: count for key, count in seen.items() if count > 1}
+    assert twice == {}, f"records handled twice over a clean bounce: {sorted(twice)[:10]}"
+    print(f"{protocol}: async clean bounce test took {time.monotonic() - started:.1f}s")
+
+
+def test_classic_fencing_ends_the_awaiting_task_with_fenced_instance_error(
+    factories: Factories,
+) -> None:
+    started = time.monotonic()
+    group = _group("classic", factories)
+    produce(group.bootstrap, group.topic, 500)
+
+    async def fenced() -> tuple[BaseException | None, list[object], float]:
+        inc = Incarnation(group, "app-0", Counter())
+        task = inc.run()
+        await inc.assigned()
+        await _until(lambda: sum(inc.seen.values()) >= 500, "the first records")
+        duplicate = group.start("app-0")  # same instance id, another process: the newest joiner wins
+        joined_at = time.monotonic()
+        await asyncio.to_thread(duplicate.wait_for_kind, "assigned", 60)
+        await asyncio.to_thread(produce, group.bootstrap, group.topic, 200, start=500)
+        error = None
+        try:
+            await asyncio.wait_for(task, WAIT_S)
+        except FencedInstanceError as exc:
+            error = exc
+        took = time.monotonic() - joined_at
+        events = [e async for e in inc.events]
+        assert inc.consumer.state is State.CLOSED
+        return error, events, took
+
+    error, events, took = asyncio.run(asyncio.wait_for(fenced(), 3 * WAIT_S))
+    assert isinstance(error, FencedInstanceError) and exit_code_for(error) == 82
+    assert any(isinstance(e, Fenced) for e in events)
+    print(f"classic: fenced {took:.1f}s after the duplicate joined; took {time.monotonic() - started:.1f}s")
+    assert group.members["app-0"].returncode is None, "the new holder of the instance id keeps running"
+
+
+def test_consumer_protocol_duplicate_is_refused_and_the_async_member_goes_on(
+    factories: Factories,
+) -> None:
+    started = time.monotonic()
+    group = _group("consumer", factories)
+    produce(group.bootstrap, group.topic, 500)
+
+    async def undisturbed() -> None:
+        inc = Incarnation(group, "app-0", Counter())
+        task = inc.run()
+        owned = await inc.assigned()
+        await _until(lambda: sum(inc.seen.values()) >= 500, "the first records")
+        duplicate = group.start("app-0")
+        await asyncio.to_thread(duplicate.wait_for_kind, "ready", 60)
+        await asyncio.to_thread(produce, group.bootstrap, group.topic, 300, start=500)
+        await _until(lambda: sum(inc.seen.values()) >= 800, "records produced after the duplicate started")
+        await asyncio.sleep(3)
+        assert not task.done(), "the async member ended"
+        assert inc.consumer.state is State.RUNNING and inc.consumer.assignment
+        assert tuple((tp.topic, tp.partition) for tp in inc.consumer.assignment) == owned
+        assert duplicate.events("assigned") == [], "the duplicate got partitions"
+        duplicate.kill()
+        os.kill(os.getpid(), SIGNAL)
+        await asyncio.wait_for(task, WAIT_S)
+
+    asyncio.run(asyncio.wait_for(undisturbed(), 3 * WAIT_S))
+    print(f"consumer: duplicate refused, async member undisturbed; took {time.monotonic() - started:.1f}s")
+
+
+def test_consumer_protocol_newcomer_with_a_live_id_ends_its_task_with_fenced_instance_error(
+    factories: Factories,
+) -> None:
+    """KIP-848 keeps the id with the member already in the group: here the async consumer is the newcomer.
+    Refused (UNRELEASED_INSTANCE_ID), it watches the group; the holder's commits prove it alive, so the
+    awaiting task ends with FencedInstanceError (82) and the holder keeps its partitions."""
+    started = time.monotonic()
+    group = _group("consumer", factories)
+    holder = group.start("app-0")
+    holder.wait_for_kind("assigned", timeout_s=60)
+    owned = holder.assignment()
+
+    async def refused() -> tuple[BaseException | None, float]:
+        inc = Incarnation(group, "app-0", Counter())
+        began = time.monotonic()
+        task = inc.run()
+        sent = 0
+        while not task.done() and time.monotonic() - began < WAIT_S:  # traffic: the holder commits
+            await asyncio.to_thread(produce, group.bootstrap, group.topic, 20, start=sent)
+            sent += 20
+            await asyncio.sleep(0.5)
+        error = None
+        try:
+            await asyncio.wait_for(task, 5)
+        except FencedInstanceError as exc:
+            error = exc
+        assert inc.handled == 0, "the refused newcomer handled records"
+        return error, time.monotonic() - began
+
+    error, took = asyncio.run(asyncio.wait_for(refused(), 3 * WAIT_S))
+    assert isinstance(error, FencedInstanceError) and exit_code_for(error) == 82, error
+    assert holder.returncode is None, "the holder of the instance id keeps running"
+    assert holder.assignment() == owned and holder.events("revoked") == []
+    print(f"consumer: async newcomer fenced after {took:.1f}s; took {time.monotonic() - started:.1f}s")
+
+
+def test_the_asyncio_service_example_reports_health_and_stops_on_sigterm(factories: Factories) -> None:
+    """examples/asyncio_service.py as a pod would run it: ready once in the group, every record handled
+    and committed, SIGTERM -> exit 0 after closing."""
+    started = time.monotonic()
+    group = _group("classic", factories)
+    settings = group.spec("svc-0")["settings"]
+    env = {
+        **os.environ,
+        "STATIC_CONSUMER_BOOTSTRAP_SERVERS": group.bootstrap,
+        "STATIC_CONSUMER_GROUP_ID": group.group_id,
+        "STATIC_CONSUMER_TOPICS": group.topic,
+        "STATIC_CONSUMER_SESSION_TIMEOUT_MS": str(settings["session_timeout_ms"]),
+        "STATIC_CONSUMER_HEARTBEAT_INTERVAL_MS": str(settings["heartbeat_interval_ms"]),
+        "POD_NAME": "svc-0",
+        "HEALTH_PORT": "0",
+    }
+    example = Path(__file__).parent.parent / "examples" / "asyncio_service.py"
+    proc = subprocess.Popen(
+        [sys.executable, str(example)], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
+    lines: list[str] = []
+    assert proc.stdout is not None
+    stdout = proc.stdout
+    threading.Thread(target=lambda: lines.extend(iter(stdout.readline, "")), daemon=True).start()
+    try:
+        _wait(lambda: any(line.startswith("health on port") for line in lines), "the health server")
+        port = int(next(line for line in lines if line.startswith("health on port")).split()[-1])
+        _wait(lambda: _get(port, "/readyz")[0] == 200, "readiness")
+        code, body = _get(port, "/healthz")
+        assert code == 200 and body["state"] == "running" and body["instance_id"] == "svc-0"
+        produce(group.bootstrap, group.topic, 300)
+        handled = lambda: sum(int(x.split()[1]) for x in list(lines) if x.startswith("handled"))  # noqa: E731
+        _wait(lambda: handled() >= 300, "300 records handled")
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(timeout=WAIT_S) == 0, proc.stderr.read() if proc.stderr else ""
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    hw = high_watermarks(group.bootstrap, group.topic, PARTITIONS)
+    assert group.committed() == hw, "every handled record committed before the exit"
+    print(f"asyncio service example: took {time.monotonic() - started:.1f}s")
+
+
+def _get(port: int, path: str) -> tuple[int, dict[str, object]]:
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}{path}", timeout=5) as response:
+            return response.status, json.loads(response.read())
+    except urllib.error.HTTPError as error:
+        return error.code, json.loads(error.read())
+    except OSError:
+        return 0, {}
+
+
+def _wait(condition: Callable[[], bool], what: str, timeout_s: float = WAIT_S) -> None:
+    deadline = time.monotonic() + timeout_s
+    while not condition():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout_s}s waiting for {what}")
+        time.sleep(0.1)

@@ -1,0 +1,362 @@
+"""Secure clusters (issue 18): through every TLS listener of one real broker, ONE ConsumerSettings object
+drives all three clients the library runs: kafka-python (capability probe, DescribeGroups, LeaveGroup),
+librdkafka's consumer, and librdkafka's AdminClient (ConsumerGroupDescribe of the KIP-848 group).
+
+Per listener (SSL, mutual TLS with a password-protected key, SASL_SSL with SCRAM-SHA-512 and with PLAIN,
+OAUTHBEARER): probe; two static members join and consume everything, committing; describe; a clean
+restart of one member gets its partitions back while the other sees no revocation; scale-down removes
+the other; remove-members removes the first; no secret of the listener reaches a DEBUG log record, the
+repr, the JSON dump or the JSONL event log. Members are KIP-848 (``protocol="consumer"``) because only
+then is the group described through the AdminClient as well; the group protocol does not touch TLS.
+
+Besides: OAUTHBEARER tokens are refreshed before they expire (the broker closes expired sessions), the
+Spark bridge runs through the OAUTHBEARER listener (the one whose settings hold a callable), and
+``ssl_endpoint_identification=False`` reaches all three clients. How misconfigurations surface is
+measured by bench/measure_tls_failures.py; the typed errors for them come with the error table.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from static_consumer import ConsumerSettings, MembershipListener, Revoked, StaticConsumer
+from static_consumer._probe import probe
+from static_consumer.admin.members import describe_group, remove_members, scale_down
+from static_consumer.errors import StaticConsumerError
+from static_consumer.events import Lost
+from static_consumer.retry import RetryPolicy
+from static_consumer.telemetry import EventLog
+from static_consumer.testing import JvmKafkaCluster, committed_offsets, create_topic, produce
+from static_consumer.testing.group import CONSUMER_PROTOCOL_SESSION_MS
+from static_consumer.testing.kafka_ops import set_group_config
+from static_consumer.testing.oauth import UnsecuredTokens
+from static_consumer.testing.processes import wait_until
+from static_consumer.testing.tls import MTLS, OAUTH, OTHER_HOST, SASL_SSL, SSL
+from static_consumer.types import Record, TopicPartition
+
+PARTITIONS = 4
+RECORDS = 400
+STATEFULSET = "tls"
+# librdkafka debug contexts around a login (conf dumps the configuration, passwords included by name).
+LIBRDKAFKA_DEBUG = "security,broker,conf"
+CASES = [
+    pytest.param(SSL, None, id="ssl"),
+    pytest.param(MTLS, None, id="mtls"),
+    pytest.param(SASL_SSL, "SCRAM-SHA-512", id="sasl_ssl-scram-sha-512"),
+    pytest.param(SASL_SSL, "PLAIN", id="sasl_ssl-plain"),
+    pytest.param(OAUTH, "OAUTHBEARER", id="oauthbearer"),
+]
+
+
+class Revocations(MembershipListener):
+    """Partitions this member gave up (revoked or lost), with when."""
+
+    def __init__(self) -> None:
+        self.given_up: list[tuple[float, frozenset[TopicPartition]]] = []
+
+    def on_revoked(self, event: Revoked) -> None:
+        if event.partitions:
+            self.given_up.append((time.monotonic(), frozenset(event.partitions)))
+
+    def on_lost(self, event: Lost) -> None:
+        if event.partitions:
+            self.given_up.append((time.monotonic(), frozenset(event.partitions)))
+
+    def since(self, moment: float) -> list[frozenset[TopicPartition]]:
+        return [parts for at, parts in self.given_up if at >= moment]
+
+
+def secure_settings(
+    cluster: JvmKafkaCluster, listener: str, mechanism: str | None, **fields: Any
+) -> ConsumerSettings:
+    """The one settings object for ``listener``. Mutual TLS uses the password-protected key, so
+    ``ssl_key_password`` reaches all three clients too."""
+    assert cluster.tls is not None
+    tokens = UnsecuredTokens("alice") if listener == OAUTH else None
+    security = cluster.tls.settings_fields(
+        listener, cluster.bootstrap_for(listener), mechanism=mechanism, token_provider=tokens
+    )
+    if listener == MTLS:
+        pki = cluster.tls.pki
+        security |= {
+            "ssl_key_location": str(pki.client_key_encrypted),
+            "ssl_key_password": pki.client_key_password,
+        }
+    return ConsumerSettings(connect_timeout_s=10.0, shutdown_timeout_s=10.0, **security, **fields)
+
+
+class Members:
+    """In-process static members of one group, named by pod (their POD_NAME), polled in turn."""
+
+    def __init__(self, settings: ConsumerSettings, event_log: Path) -> None:
+        self.settings = settings
+        self.event_log = event_log
+        self.live: dict[str, StaticConsumer] = {}
+        self.revocations: dict[str, Revocations] = {}
+        self.seen: set[tuple[int, int]] = set()
+
+    def start(self, pod: str) -> StaticConsumer:
+        self.revocations[pod] = Revocations()
+        listeners = [self.revocations[pod], EventLog(self.event_log)]
+        member = StaticConsumer(self.settings, listeners=listeners, env={"POD_NAME": pod})
+        self.live[pod] = member.start()
+        return member
+
+    def close(self, pod: str) -> None:
+        self.live.pop(pod).close()  # a static member: no LeaveGroup
+
+    def poll_all(self) -> None:
+        for member in list(self.live.values()):
+            records: list[Record] = member.consume(500, 0.1)
+            if records:
+                self.seen.update((r.partition, r.offset) for r in records)
+                member.commit(records)
+
+    def poll_until(self, condition: Callable[[], bool], timeout_s: float, what: str) -> None:
+        def step() -> bool:
+            self.poll_all()
+            return condition()
+
+        wait_until(step, timeout_s, what, poll_s=0.0)
+
+    def owned(self) -> dict[str, frozenset[TopicPartition]]:
+        return {pod: member.assignment for pod, member in self.live.items()}
+
+    def settled(self) -> bool:
+        owned = self.owned()
+        parts = [tp for tps in owned.values() for tp in tps]
+        return all(owned.values()) and len(parts) == len(set(parts)) == PARTITIONS
+
+    def close_all(self) -> None:
+        for pod in list(self.live):
+            self.close(pod)
+
+
+@pytest.fixture
+def members() -> Iterator[list[Members]]:
+    made: list[Members] = []
+    yield made
+    for group in made:
+        group.close_all()
+
+
+@pytest.mark.parametrize(("listener", "mechanism"), CASES)
+def test_one_settings_object_drives_every_client_through_the_listener(
+    listener: str,
+    mechanism: str | None,
+    kafka_secure_cluster: JvmKafkaCluster,
+    kafka_group_id_factory: Callable[..., str],
+    members: list[Members],
+    caplog: pytest.LogCaptureFixture,
+    tmp_path: Path,
+) -> None:
+    caplog.set_level(logging.DEBUG)  # kafka-python logs its requests (SASL ones too) at DEBUG
+    for name in ("kafka", "static_consumer"):  # a CLI run earlier in the session may have quietened them
+        logging.getLogger(name).setLevel(logging.NOTSET)
+    cluster = kafka_secure_cluster
+    group = kafka_group_id_factory()
+    assert cluster.tls is not None
+    topic = create_topic(cluster.bootstrap_servers, f"t-{group}", PARTITIONS)  # the harness: PLAINTEXT
+    settings = secure_settings(
+        cluster,
+        listener,
+        mechanism,
+        group_id=group,
+        topics=(topic,),
+        protocol="consumer",
+        max_poll_interval_ms=30_000,
+        librdkafka={"debug": LIBRDKAFKA_DEBUG},
+    )
+    bootstrap = cluster.bootstrap_for(listener)
+    tokens = TokenCalls(settings)
+    producer = cluster.tls.client_config(
+        listener, bootstrap, mechanism=mechanism, token_provider=tokens.tokens
+    )
+    produce(bootstrap, topic, RECORDS, extra=producer)  # through the listener too
+    tokens.asked("producer")
+    # KIP-848 group timings for a fast test (the broker defaults are a 45 s session, 5 s heartbeats).
+    set_group_config(
+        cluster.bootstrap_servers,
+        group,
+        {
+            "consumer.session.timeout.ms": str(CONSUMER_PROTOCOL_SESSION_MS),
+            "consumer.heartbeat.interval.ms": "500",
+        },
+    )
+    caps = probe(settings)  # kafka-python: ApiVersions, broker and group configs
+    tokens.asked("probe")
+    assert caps.supports_consumer_protocol and caps.supports_leave_group_batch
+    assert (caps.group_min_session_timeout_ms, caps.consumer_session_timeout_ms) == (
+        1000,
+        CONSUMER_PROTOCOL_SESSION_MS,
+    )
+
+    pods = Members(settings, tmp_path / "members.jsonl")
+    members.append(pods)
+    a, b = f"{STATEFULSET}-0", f"{STATEFULSET}-1"
+    pods.start(a)
+    pods.start(b)
+    pods.poll_until(lambda: len(pods.seen) == RECORDS and pods.settled(), 90, f"{RECORDS} records, 2 members")
+    before = pods.owned()
+    tokens.asked("consumers")
+
+    described = describe_group(settings)  # DescribeGroups (kafka-python), then the AdminClient
+    assert described.group_type == "consumer"
+    assert sorted(m.instance_id or "" for m in described.members) == [a, b]
+    tokens.asked("describe")
+
+    # A clean restart of a: close (no LeaveGroup), start with the same instance id, same partitions back.
+    restarted_at = time.monotonic()
+    pods.close(a)
+    pods.start(a)
+    pods.poll_until(lambda: pods.owned() == before, 60, f"{a} back with {sorted(before[a])}")
+    assert pods.revocations[b].since(restarted_at) == []
+
+    # scale-down to one replica removes b (stopped first, like a pod the StatefulSet deleted) ...
+    pods.close(b)
+    scaled = scale_down(settings, replicas=1, statefulset=STATEFULSET)
+    assert (scaled.removed, scaled.failed) == ((b,), ())
+    pods.poll_until(lambda: pods.owned().get(a) == frozenset().union(*before.values()), 60, f"{a} owns all")
+    # ... and remove-members removes a.
+    pods.close(a)
+    removed = remove_members(settings, [a])
+    assert (removed.removed, removed.failed) == ((a,), ())
+    assert describe_group(settings).members == ()
+
+    ends = {p: n for p, n in enumerate(_counts(pods.seen))}
+    assert committed_offsets(cluster.bootstrap_servers, group, topic, PARTITIONS) == ends
+
+    # No secret of this listener in any log record, repr or dump: passwords, key password, tokens.
+    assert cluster.tls is not None
+    secrets = [*cluster.tls.users.users.values(), cluster.tls.pki.client_key_password]
+    secrets += [t.value for t in tokens.tokens.issued] if tokens.tokens else []
+    logged = caplog.text + "\n".join(r.getMessage() for r in caplog.records)
+    assert {r.name for r in caplog.records} >= {"kafka.net.connection", "static_consumer.librdkafka"}
+    shown = [repr(settings), settings.model_dump_json(), logged, pods.event_log.read_text()]
+    assert [s for s in secrets if any(s in text for text in shown)] == []
+
+
+class TokenCalls:
+    """With OAUTHBEARER: checks that each step asked the token provider (so that client used it)."""
+
+    def __init__(self, settings: ConsumerSettings) -> None:
+        provider = settings.sasl_oauth_token_provider
+        self.tokens = provider if isinstance(provider, UnsecuredTokens) else None
+        self.last = 0
+
+    def asked(self, step: str) -> None:
+        if self.tokens is not None:
+            calls = self.tokens.calls
+            print(f"{step}: token provider called {calls - self.last} time(s)")
+            assert calls > self.last, f"{step} never asked the token provider"
+            self.last = calls
+
+
+def _counts(seen: set[tuple[int, int]]) -> list[int]:
+    """Records per partition (every partition was read from offset 0 on)."""
+    counts = [0] * PARTITIONS
+    for partition, _offset in seen:
+        counts[partition] += 1
+    return counts
+
+
+def test_oauthbearer_tokens_are_refreshed_before_they_expire(
+    kafka_secure_cluster: JvmKafkaCluster, kafka_group_id_factory: Callable[..., str]
+) -> None:
+    """Tokens that live 6 s, a consumer that runs for 18 s: the broker closes any connection whose token
+    expired (KIP-368 re-authentication is on for the OAUTH listener), so the consumer only keeps
+    receiving if librdkafka asked the provider again and logged in again before each expiry."""
+    cluster = kafka_secure_cluster
+    assert cluster.tls is not None
+    group = kafka_group_id_factory()
+    topic = create_topic(cluster.bootstrap_servers, f"t-{group}", 1)
+    tokens = UnsecuredTokens("alice", lifetime_s=6.0)
+    security = cluster.tls.settings_fields(OAUTH, cluster.bootstrap_for(OAUTH), token_provider=tokens)
+    settings = ConsumerSettings(
+        group_id=group, topics=(topic,), instance_id="refresh-0", session_timeout_ms=10_000, **security
+    )
+    produced = 0
+    received: list[Record] = []
+    with StaticConsumer(settings, env={}) as consumer:
+        began = time.monotonic()
+        while time.monotonic() - began < 18:
+            produced += produce(cluster.bootstrap_servers, topic, 10, start=produced)
+            deadline = time.monotonic() + 10
+            while len(received) < produced and time.monotonic() < deadline:
+                received += consumer.consume(100, 0.2)
+            assert len(received) == produced, f"stuck at {len(received)} of {produced} records"
+            consumer.commit(received[-1:])
+    print(f"{produced} records in {time.monotonic() - began:.1f} s; provider called {tokens.calls} times")
+    # A token at the start, then one per 80% of 6 s: at least 3 more in 18 s.
+    assert tokens.calls >= 4
+    assert [r.offset for r in received] == list(range(produced))
+
+
+def test_the_spark_bridge_through_the_oauthbearer_listener(
+    kafka_secure_cluster: JvmKafkaCluster, kafka_group_id_factory: Callable[..., str]
+) -> None:
+    """One listener is enough for Spark: the bridge builds its StaticConsumer from the settings it is
+    given, so what holds for the consumer above holds here; OAUTHBEARER is the listener whose settings
+    carry a callable, which must survive the hand-over to the bridge."""
+    from static_consumer.spark import BatchInfo, MicroBatchRunner, spark_session
+
+    cluster = kafka_secure_cluster
+    group = kafka_group_id_factory()
+    topic = create_topic(cluster.bootstrap_servers, f"t-{group}", 2)
+    produce(cluster.bootstrap_servers, topic, RECORDS)
+    settings = secure_settings(
+        cluster, OAUTH, "OAUTHBEARER", group_id=group, topics=(topic,), instance_id="spark-0"
+    )
+    counted: list[int] = []
+
+    def count(df: Any, info: BatchInfo) -> None:
+        counted.append(df.count())
+
+    spark = spark_session(driver_memory="1g", conf={"spark.sql.shuffle.partitions": "2"})
+    try:
+        summary = MicroBatchRunner(settings, count, spark=spark).run(idle_timeout_s=4.0)
+    finally:
+        spark.stop()
+    assert (summary.records, sum(counted)) == (RECORDS, RECORDS)
+    committed = committed_offsets(cluster.bootstrap_servers, group, topic, 2)
+    assert sum(committed.values()) == RECORDS
+
+
+def test_hostname_verification_can_be_switched_off_deliberately_for_all_three_clients(
+    kafka_secure_cluster: JvmKafkaCluster, kafka_group_id_factory: Callable[..., str]
+) -> None:
+    """The OTHERHOST listener's certificate names kafka.invalid, not 127.0.0.1: every client refuses it
+    unless ssl_endpoint_identification=False (the CA is still checked). How the refusal surfaces is in
+    bench/measure_tls_failures.py; here only that switching it off reaches the probe, the AdminClient
+    (describing a group that does not exist falls through to ConsumerGroupDescribe) and the consumer."""
+    cluster = kafka_secure_cluster
+    group = kafka_group_id_factory()
+    topic = create_topic(cluster.bootstrap_servers, f"t-{group}", 1)
+    produce(cluster.bootstrap_servers, topic, 10)
+    settings = secure_settings(
+        cluster,
+        OTHER_HOST,
+        None,
+        group_id=group,
+        topics=(topic,),
+        instance_id="other-0",
+        ssl_endpoint_identification=False,
+    )
+    assert probe(settings).supports_classic_static
+    # The group coordinator may still be loading on a fresh broker (a retriable error).
+    assert RetryPolicy(deadline_s=60).call(lambda: describe_group(settings)).members == ()
+    got: list[Record] = []
+    with StaticConsumer(settings, env={}) as consumer:
+        deadline = time.monotonic() + 60
+        while len(got) < 10 and time.monotonic() < deadline:
+            got += consumer.consume(10, 0.2)
+    assert len(got) == 10
+    verified = settings.model_copy(update={"ssl_endpoint_identification": True, "connect_timeout_s": 2.0})
+    with pytest.raises(StaticConsumerError):
+        probe(verified)

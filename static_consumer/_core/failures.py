@@ -1,0 +1,112 @@
+"""What a client error means for the consumer, and the exception it raises. Built on the error table.
+
+The adapter classifies every client error (``PollError.kind``); this module decides what the consumer
+does with the kinds that matter to a static member (fencing, an unreleased instance id, a refused
+commit) and words the exceptions: what happened and what to do.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Mapping
+
+from static_consumer._core.seam import PollError
+from static_consumer._core.session import Session, State
+from static_consumer._kafka_codes import ErrorKind, name_of
+from static_consumer.errors import (
+    CommitFailedError,
+    FatalConsumerError,
+    FencedInstanceError,
+    RetriableError,
+    StaticConsumerError,
+    UnreleasedInstanceIdError,
+)
+from static_consumer.events import FatalError, Fenced
+from static_consumer.types import TopicPartition
+
+log = logging.getLogger(__name__)
+
+
+def is_fencing(error: PollError, *, after_join: bool) -> bool:
+    """Whether a fatal error means another process owns this instance id.
+
+    Under protocol='consumer' a member that was assigned partitions and later hears "instance id still
+    used by another member" was replaced while it was away: that is fencing too, not a join to retry.
+    """
+    return error.kind is ErrorKind.FENCED or (after_join and error.kind is ErrorKind.UNRELEASED)
+
+
+def is_transient(error: PollError) -> bool:
+    """A client error that can go away by itself: the coordinator moved or the network blinked."""
+    return error.retriable or error.kind in (ErrorKind.TRANSIENT, ErrorKind.UNREACHABLE)
+
+
+def die(session: Session, error: PollError) -> StaticConsumerError:
+    """End the session after a fatal error (FENCED or FAILED) and build the exception to raise."""
+    fenced = is_fencing(error, after_join=session.state is State.RUNNING)
+    instance_id, group_id = session.instance_id, session.settings.group_id
+    exc: StaticConsumerError
+    if fenced:
+        # Rejoining would fence the other process in turn, and the two would trade partitions forever.
+        exc = FencedInstanceError(
+            f"group.instance.id {instance_id!r} of group {group_id!r} was fenced: another consumer joined "
+            f"with the same instance id ({_cause(error)}). This process must exit without rejoining. Make "
+            "sure only one replica uses this id (two pods with the same name, a copied Deployment, an "
+            "old pod that is still running)."
+        )
+    else:
+        exc = FatalConsumerError(
+            f"fatal consumer error in group {group_id!r} ({error.name}: {error.reason}); the client is "
+            "unusable: exit and let the process restart"
+        )
+    # Nothing may be committed any more: the partitions belong to the process that fenced us.
+    session.end(State.FENCED if fenced else State.FAILED, exc)
+    log.error("%s", exc)
+    event = Fenced if fenced else FatalError
+    session.dispatch.emit(event(**session.event_fields(), error=error.reason))
+    return exc
+
+
+def recover_or_die(session: Session, error: PollError, handle: Callable[[PollError], object]) -> None:
+    """After a fatal ``error``: return when the mode recovered by replacing the client (a held instance
+    id, a classic client that lost its own session), else end the session and raise."""
+    if not session.mode.recover(session, error, handle):
+        raise die(session, error)
+
+
+def unreleased_error(
+    error: PollError, *, group_id: str, instance_id: str | None
+) -> UnreleasedInstanceIdError:
+    return UnreleasedInstanceIdError(
+        f"group.instance.id {instance_id!r} is still held by another member of group {group_id!r} "
+        f"({_cause(error)}). The broker releases it when the previous member's session times out; if "
+        "this persists, another process is running with the same instance id."
+    )
+
+
+def commit_error(
+    error: PollError, offsets: Mapping[TopicPartition, int], *, refused_because: str | None = None
+) -> StaticConsumerError:
+    """The exception for a non-fatal commit failure; ``refused_because`` words a refusal the caller
+    understands better than the default (a rebalance moved the partitions)."""
+    where = ", ".join(f"{tp}@{offset}" for tp, offset in sorted(offsets.items()))
+    if is_transient(error):
+        return RetriableError(f"commit of {where} failed ({error.name}: {error.reason}); try again")
+    return CommitFailedError(
+        f"commit of {where} was refused ({error.name}: {error.reason}), "
+        + (
+            refused_because
+            or "most likely because a rebalance moved the partitions; their uncommitted records will be "
+            "delivered again"
+        )
+    )
+
+
+def _cause(error: PollError) -> str:
+    # librdkafka's _FATAL text repeats the broker error twice; the code name says it once.
+    if error.cause is not None:
+        return f"{name_of(error.cause)}, error code {error.cause}"
+    return error.reason
+
+
+__all__ = ["commit_error", "die", "is_fencing", "is_transient", "recover_or_die", "unreleased_error"]

@@ -1,0 +1,84 @@
+"""The poll path: what happens to each client call's results before records reach the application.
+
+Errors are handled by kind (a fatal one ends the session or, for a held instance id, makes the mode
+replace the client), out-of-band errors and the mode's own poll work run after every client call, and
+records go out only after listener exceptions raised during the call were re-raised, with the records
+handed back for the next call rather than skipped (a skipped record whose successors get committed
+would be lost).
+"""
+
+from __future__ import annotations
+
+import logging
+
+from static_consumer._core.failures import recover_or_die
+from static_consumer._core.seam import ConsumerAdapter, PollError
+from static_consumer._core.session import Session
+from static_consumer._kafka_codes import ErrorKind
+from static_consumer.types import Record, RecordBatch
+
+log = logging.getLogger(__name__)
+
+
+def after_client_call(session: Session, adapter: ConsumerAdapter) -> None:
+    """The time of the return (for the stall guard), the mode's poll work, then the errors the client
+    reported out of band (librdkafka's error_cb)."""
+    session.stall.returned(session.clock())
+    session.mode.on_poll(session, adapter)
+    for error in adapter.take_errors():
+        handle_error(session, error)
+
+
+def handle_error(session: Session, error: PollError) -> bool:
+    """Log a non-fatal error; raise for a fatal one. True when the mode replaced the client."""
+    if error.fatal:
+        recover_or_die(session, error, lambda e: handle_error(session, e))
+        return True
+    if error.kind is ErrorKind.MAX_POLL_EXCEEDED:
+        log.warning(
+            "%s: the member left the group and its partitions will be reassigned; processing between "
+            "polls took longer than max_poll_interval_ms=%d, raise it or process smaller batches",
+            error.reason,
+            session.settings.max_poll_interval_ms,
+        )
+    elif error.kind is not ErrorKind.PARTITION_EOF and session.error_log.allow(error.code):
+        log.warning("kafka error %s: %s (still polling)", error.name, error.reason)
+    return False
+
+
+def accept(session: Session, items: list[Record | PollError], records: list[Record]) -> list[Record]:
+    """Append the records among ``items`` to ``records``, handling the errors among them."""
+    if PollError not in map(type, items):  # the common case, checked without a Python loop
+        records.extend(items)  # type: ignore[arg-type]  # all Records, checked just above
+        return records
+    for item in items:
+        if isinstance(item, Record):
+            records.append(item)
+        elif handle_error(session, item):
+            break  # the client was replaced; the rest of this batch came from the dead one
+    return records
+
+
+def hand_out(session: Session, records: list[Record] | RecordBatch) -> None:
+    """Raise the first exception a listener raised during the client call, giving ``records`` back to
+    the session's buffer (they come first on the next call); return normally when there is none."""
+    pending = session.dispatch.take()
+    if not pending:
+        return
+    if isinstance(records, RecordBatch):
+        records = records.records()
+    session.buffer.extendleft(reversed(records))
+    for other in pending[1:]:
+        pending[0].add_note(f"another listener also raised: {other!r}")
+    raise pending[0]
+
+
+def take_buffered(session: Session, max_records: int) -> list[Record]:
+    """Up to ``max_records`` records handed back earlier, oldest first."""
+    records: list[Record] = []
+    while session.buffer and len(records) < max_records:
+        records.append(session.buffer.popleft())
+    return records
+
+
+__all__ = ["accept", "after_client_call", "hand_out", "handle_error", "take_buffered"]

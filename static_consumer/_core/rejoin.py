@@ -1,0 +1,320 @@
+"""Joining again while the broker still holds this instance id (KIP-848, UNRELEASED_INSTANCE_ID).
+
+Under protocol='consumer' a static member that crashed (no static leave) keeps its instance id until its
+session times out, and a restart that joins meanwhile is refused with UNRELEASED_INSTANCE_ID, a *fatal*
+librdkafka error: that client is dead, so every try needs a new one. What the group coordinator does
+(Kafka 4.3, ``GroupMetadataManager``), which this wait rests on:
+
+- a refused join changes nothing for the holder of the id; each heartbeat the holder sends restarts its
+  session timer, which fires one session after the last heartbeat (measured 0.00 s late);
+- a coordinator that loads the group (failover, broker restart) restarts every member's timer;
+- ConsumerGroupDescribe lists the holder, with its assignment, until the timer fires; it does not say
+  when the holder last heartbeated, and librdkafka drops the broker's message naming the holder.
+
+So instead of retrying blind, the wait watches the group through the session's ``group_watch`` seam
+(``static_consumer._group_watch`` by default) and decides from what it sees:
+
+- holder gone: join at once with a new client. Refused again means another process got the id first;
+  it is the new holder, with a clock of its own.
+- The holder's timer was last restarted before this process first saw it, so a dead holder is gone by
+  first sight + session. One still listed ``release_margin_s`` later has heartbeated since: it is alive,
+  another process runs with this id. UnreleasedInstanceIdError (exit 75).
+- The committed offsets of the holder's partitions advance between two looks: only their owner commits
+  them, so the holder is alive and working. A duplicate, found in seconds: FencedInstanceError (82).
+- A look unanswered, or a new coordinator: the timers may have restarted, so every clock restarts, and
+  joins are tried blind every ``BLIND_ATTEMPT_S``. ``release_max_wait_s`` bounds the whole wait.
+
+Only a static member that was never assigned waits (``GroupMode.recover``): afterwards the same refusal
+means it was replaced while it was away, which is fencing.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Protocol
+
+from static_consumer._core.failures import unreleased_error
+from static_consumer._core.seam import ConsumerAdapter, PollError
+from static_consumer._core.session import Session, State
+from static_consumer._groups import GroupDescription, GroupMember
+from static_consumer._kafka_codes import ErrorKind
+from static_consumer.capabilities import BrokerCapabilities
+from static_consumer.errors import (
+    FencedInstanceError,
+    StaticConsumerError,
+    UnreleasedInstanceIdError,
+)
+from static_consumer.events import Fenced
+from static_consumer.settings import ConsumerSettings
+from static_consumer.types import Record, TopicPartition
+
+log = logging.getLogger(__name__)
+
+# Kafka's default group.consumer.max.session.timeout.ms: no group's session can be longer, so it is the
+# safe bound when neither the group's nor the broker's session could be read.
+KAFKA_MAX_CONSUMER_SESSION_MS = 60000
+KAFKA_HEARTBEAT_INTERVAL_MS = 5000  # Kafka's default group.consumer.heartbeat.interval.ms
+LOOK_S = 0.25  # between looks at the group: the release is seen this soon after the expiry
+PROOF_S = 1.0  # at most one OffsetFetch per second for the proof of life
+BLIND_ATTEMPT_S = 5.0  # a join every 5 s while the group cannot be described
+JOIN_POLLS = 25
+JOIN_POLL_S = 0.2  # so a join attempt watches the client for at most JOIN_POLLS * JOIN_POLL_S = 5 s
+
+
+class GroupWatch(Protocol):
+    """The broker look-ups of the wait; both return None when the broker did not answer."""
+
+    def look(self) -> GroupDescription | None:
+        """The group as its coordinator describes it now (members, assignments, coordinator id)."""
+        ...
+
+    def committed(self, partitions: Sequence[TopicPartition]) -> Mapping[TopicPartition, int] | None:
+        """The group's committed offsets of ``partitions`` (-1 where none)."""
+        ...
+
+    def close(self) -> None: ...
+
+
+GroupWatchFactory = Callable[[ConsumerSettings], GroupWatch]
+
+
+def open_group_watch(settings: ConsumerSettings) -> GroupWatch:
+    """The default :data:`GroupWatchFactory`: one confluent-kafka AdminClient, imported only now."""
+    from static_consumer._group_watch import ConfluentGroupWatch
+
+    return ConfluentGroupWatch(settings)
+
+
+@dataclass(frozen=True)
+class ReleaseBudget:
+    """How long a held id may take: the group's session, the margin, the bound of the whole wait."""
+
+    session_s: float
+    margin_s: float
+    max_wait_s: float
+    heartbeat_s: float
+
+    @property
+    def holder_bound_s(self) -> float:
+        """A holder listed this long after it was first seen is alive."""
+        return self.session_s + self.margin_s
+
+
+def release_budget(settings: ConsumerSettings, caps: BrokerCapabilities | None) -> ReleaseBudget:
+    """The budget from the probed session (the group's override, else the broker's, else the broker's
+    maximum, which bounds every override) and the settings."""
+    session_ms = KAFKA_MAX_CONSUMER_SESSION_MS
+    heartbeat_ms = KAFKA_HEARTBEAT_INTERVAL_MS
+    if caps is not None:
+        session_ms = caps.consumer_session_timeout_ms or caps.consumer_max_session_timeout_ms or session_ms
+        heartbeat_ms = caps.consumer_heartbeat_interval_ms or heartbeat_ms
+    session_s, margin_s = session_ms / 1000, settings.release_margin_s
+    max_wait_s = settings.release_max_wait_s or 3 * (session_s + margin_s)
+    return ReleaseBudget(session_s, margin_s, max_wait_s, heartbeat_ms / 1000)
+
+
+@dataclass
+class _Seen:
+    """What the wait has seen of the holders of the id since the clocks last restarted."""
+
+    coordinator: int | None = None
+    first_seen: dict[str, float] = field(default_factory=dict)  # holder member id -> first sight
+    offsets: dict[str, Mapping[TopicPartition, int]] = field(default_factory=dict)
+    next_proof: float = 0.0
+    looks: int = 0
+    refusals: int = 1  # the refusal that started the wait
+
+    def committed_moved(self, holder: GroupMember, now: Mapping[TopicPartition, int] | None) -> bool:
+        """Whether the holder's committed offsets advanced since the last reading (then it is alive)."""
+        if now is None:
+            return False
+        before = self.offsets.get(holder.member_id)
+        self.offsets[holder.member_id] = now
+        return before is not None and any(now.get(tp, -1) > offset for tp, offset in before.items())
+
+
+def wait_for_release(
+    session: Session,
+    first: PollError,
+    rejoin: Callable[[], ConsumerAdapter],
+    handle: Callable[[PollError], object],
+) -> None:
+    """Watch the group until the holder of this instance id is gone, then join with a new client
+    (``rejoin``). Raises FencedInstanceError for a proven duplicate and UnreleasedInstanceIdError when
+    the holder outlives its session or the wait its bound, unless a stop was requested meanwhile (then
+    the session just ends FAILED).
+
+    Records that arrive while a join is watched are kept in the session's buffer; ``handle`` deals with
+    any other error the watched client reports (raising if it is fatal).
+    """
+    settings, instance_id = session.settings, session.instance_id
+    assert instance_id is not None  # only static members wait
+    budget = release_budget(settings, session.plan.capabilities if session.plan else None)
+    session.move(State.REJOINING)
+    log.debug("join refused: %s", first.reason)
+    log.warning(
+        "group.instance.id %r is still held by another member of group %r (UNRELEASED_INSTANCE_ID); "
+        "joining as soon as it is released. A crashed member is released within the group's session "
+        "timeout (%gs); its partitions are reassigned within about one heartbeat interval (%gs) after that",
+        instance_id,
+        settings.group_id,
+        budget.session_s,
+        budget.heartbeat_s,
+    )
+    seen = _Seen()
+    started = session.clock()
+
+    def attempt() -> bool:
+        """One join with a new client: False when refused, True when assigned or still under way."""
+        adapter = rejoin()
+        for _ in range(JOIN_POLLS):
+            if session.state is State.RUNNING:
+                return True
+            item = adapter.poll(JOIN_POLL_S)
+            for error in [*adapter.take_errors(), *([item] if isinstance(item, PollError) else [])]:
+                if error.kind is ErrorKind.UNRELEASED:
+                    seen.refusals += 1
+                    return False
+                handle(error)
+            if isinstance(item, Record):
+                session.buffer.append(item)
+        return True  # not refused within the window: the join is under way (or got no partitions)
+
+    watch = session.group_watch(settings)
+    try:
+        _watch(session, watch, budget, seen, attempt, first)
+    except StaticConsumerError as exc:
+        _end(session, exc)
+        if isinstance(exc, UnreleasedInstanceIdError) and session.stop.is_set():
+            log.info("stopped while waiting for the instance id to be released")
+            return  # a requested shutdown is not an error; later calls raise it
+        raise
+    finally:
+        watch.close()
+    if session.state is State.REJOINING:
+        session.move(State.JOINING)
+    log.info(
+        "group.instance.id %r was released; joined group %r after %.1fs (%d refused joins, %d looks)",
+        instance_id,
+        settings.group_id,
+        session.clock() - started,
+        seen.refusals,
+        seen.looks,
+    )
+
+
+def _watch(
+    session: Session,
+    watch: GroupWatch,
+    budget: ReleaseBudget,
+    seen: _Seen,
+    attempt: Callable[[], bool],
+    first: PollError,
+) -> None:
+    """The loop of :func:`wait_for_release`: returns once a join was not refused, else raises."""
+    clock, instance_id = session.clock, session.instance_id
+    assert instance_id is not None
+    started = clock()
+    next_blind = started + BLIND_ATTEMPT_S
+    while True:
+        if session.stop.is_set():
+            raise unreleased_error(first, group_id=session.settings.group_id, instance_id=instance_id)
+        if clock() - started > budget.max_wait_s:
+            raise _not_released(session, budget)
+        look = watch.look()
+        seen.looks += 1
+        now = clock()
+        coordinator = look.coordinator if look is not None else None
+        if look is None or coordinator != seen.coordinator:
+            # Unanswered or a new coordinator: a reload restarts every session timer, so ours too.
+            seen.first_seen.clear()
+            seen.coordinator = coordinator
+        if look is None:
+            if now >= next_blind:
+                next_blind = now + BLIND_ATTEMPT_S
+                if attempt():
+                    return
+            session.sleep(LOOK_S)
+            continue
+        holder = look.member(instance_id)
+        if holder is None:
+            if attempt():
+                return
+            session.sleep(LOOK_S)  # refused: another process was faster; the next look shows it
+            continue
+        if holder.member_id not in seen.first_seen:
+            log.info(
+                "group.instance.id %r is held by member %s (client id %r, host %s, partitions %s)",
+                instance_id,
+                holder.member_id,
+                holder.client_id,
+                holder.host,
+                ", ".join(map(str, holder.assignment)) or "none",
+            )
+        since = seen.first_seen.setdefault(holder.member_id, now)
+        if holder.assignment and now >= seen.next_proof:
+            seen.next_proof = now + PROOF_S
+            if seen.committed_moved(holder, watch.committed(holder.assignment)):
+                raise _duplicate(session, holder)
+        if now - since > budget.holder_bound_s:
+            raise _outlived(session, holder, now - since, budget)
+        session.sleep(LOOK_S)
+
+
+def _end(session: Session, exc: StaticConsumerError) -> None:
+    if not session.usable:
+        return
+    fenced = isinstance(exc, FencedInstanceError)
+    session.end(State.FENCED if fenced else State.FAILED, exc)
+    if fenced:
+        log.error("%s", exc)
+        session.dispatch.emit(Fenced(**session.event_fields(), error=str(exc)))
+
+
+def _holder(holder: GroupMember) -> str:
+    return f"member {holder.member_id} (client id {holder.client_id!r}, host {holder.host})"
+
+
+def _duplicate(session: Session, holder: GroupMember) -> FencedInstanceError:
+    # Same verdict and exit code as a classic fence: two processes use one id. Under KIP-848 the member
+    # already in the group keeps it, so the newcomer is the one that stops, without ever joining.
+    return FencedInstanceError(
+        f"group.instance.id {session.instance_id!r} of group {session.settings.group_id!r} is held by "
+        f"{_holder(holder)}, which is alive: it keeps committing offsets. Another process runs with this "
+        "instance id; under protocol='consumer' the member already in the group keeps it and this one must "
+        "exit. Make sure only one replica uses this id (two pods with the same name, a copied Deployment, "
+        "an old pod that is still running)."
+    )
+
+
+def _outlived(
+    session: Session, holder: GroupMember, held_s: float, budget: ReleaseBudget
+) -> UnreleasedInstanceIdError:
+    return UnreleasedInstanceIdError(
+        f"group.instance.id {session.instance_id!r} of group {session.settings.group_id!r} is still held by "
+        f"{_holder(holder)} {held_s:.0f}s after this process first saw it, longer than the group's session "
+        f"timeout ({budget.session_s:g}s) + release_margin_s ({budget.margin_s:g}s): that member is alive, "
+        "so another process most likely runs with this instance id. Look for it at that host; if the "
+        "brokers are too loaded to expire members on time, raise release_margin_s."
+    )
+
+
+def _not_released(session: Session, budget: ReleaseBudget) -> UnreleasedInstanceIdError:
+    return UnreleasedInstanceIdError(
+        f"group.instance.id {session.instance_id!r} of group {session.settings.group_id!r} was not released "
+        f"within {budget.max_wait_s:g}s (release_max_wait_s): the group could not be described, or its "
+        "coordinator kept moving (each move restarts the old member's session). Check that the principal "
+        "may describe the group, then restart."
+    )
+
+
+__all__ = [
+    "GroupWatch",
+    "GroupWatchFactory",
+    "ReleaseBudget",
+    "open_group_watch",
+    "release_budget",
+    "wait_for_release",
+]

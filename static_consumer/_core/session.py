@@ -1,0 +1,307 @@
+"""The one state object of a consumer, handed to every phase of the core.
+
+Like tenacity's ``RetryCallState``, a :class:`Session` carries what the phases (joining, owning
+partitions, the assignment mode, error handling) read and change, instead of each phase holding
+callbacks into the consumer. A session belongs to the thread that drives the consumer; only ``stop``
+(a ``threading.Event``) may be set from another thread or a signal handler. ``stop`` is a request, not
+a state: iteration and retry waits end, and the state changes when the consumer is closed.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections import deque
+from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from enum import Enum
+from typing import TYPE_CHECKING, Any
+
+from static_consumer._core.offsets import OffsetTracker
+from static_consumer._core.seam import ConsumerAdapter
+from static_consumer.events import Dispatcher
+from static_consumer.settings import ConsumerSettings
+from static_consumer.types import Record, TopicPartition
+
+if TYPE_CHECKING:
+    from static_consumer._config import ConfigValue
+    from static_consumer._core.join import JoinPlan, Prober
+    from static_consumer._core.modes import Mode
+    from static_consumer._core.rejoin import GroupWatchFactory
+    from static_consumer.errors import StaticConsumerError
+
+AdapterFactory = Callable[[dict[str, "ConfigValue"]], ConsumerAdapter]
+MemberRemover = Callable[[ConsumerSettings, str], bool]
+
+
+class State(Enum):
+    """Where a consumer is in its life. The transitions :meth:`Session.move` allows::
+
+        NEW        -> JOINING, RUNNING, CLOSED
+        JOINING    -> RUNNING, REJOINING, FENCED, FAILED, CLOSED
+        REJOINING  -> JOINING, RUNNING, FENCED, FAILED, CLOSED
+        RUNNING    -> JOINING, FENCED, FAILED, CLOSED
+        FENCED     -> CLOSED
+        FAILED     -> CLOSED
+        CLOSED     ->
+
+    - NEW -> JOINING: ``start()`` subscribed (group mode); JOINING -> RUNNING: the first assignment
+      arrived (even an empty one). NEW -> RUNNING: ``start()`` assigned this pod's slice (ordinal mode).
+    - JOINING -> REJOINING: KIP-848 refused the join because the broker still holds the instance id
+      (UNRELEASED_INSTANCE_ID); the dead client is replaced until the id is released (-> JOINING, or
+      RUNNING when the new client is assigned while watched) or the wait gives up (-> FAILED).
+    - RUNNING -> JOINING (classic protocol): librdkafka lost its session locally and a request sent
+      without its member id was refused as fenced by this process's own earlier member; the client is
+      replaced and rejoins with the same instance id (the partitions were reported lost).
+    - -> FENCED: another process took the instance id; -> FAILED: any other fatal error. Both are
+      final: the consumer never commits or consumes again, and every call raises the same error.
+    - -> CLOSED: ``close()`` or ``leave_group()``, from any state.
+
+    Consuming and committing work in JOINING, REJOINING and RUNNING (:attr:`Session.usable`).
+    """
+
+    NEW = "new"
+    JOINING = "joining"
+    REJOINING = "rejoining"
+    RUNNING = "running"
+    FENCED = "fenced"
+    FAILED = "failed"
+    CLOSED = "closed"
+
+
+_ENDINGS = frozenset({State.FENCED, State.FAILED, State.CLOSED})
+TRANSITIONS: Mapping[State, frozenset[State]] = {
+    State.NEW: frozenset({State.JOINING, State.RUNNING, State.CLOSED}),
+    State.JOINING: frozenset({State.RUNNING, State.REJOINING}) | _ENDINGS,
+    State.REJOINING: frozenset({State.JOINING, State.RUNNING}) | _ENDINGS,
+    State.RUNNING: frozenset({State.JOINING}) | _ENDINGS,
+    State.FENCED: frozenset({State.CLOSED}),
+    State.FAILED: frozenset({State.CLOSED}),
+    State.CLOSED: frozenset(),
+}
+USABLE = frozenset({State.JOINING, State.REJOINING, State.RUNNING})
+
+
+@dataclass(frozen=True, slots=True)
+class Status:
+    """What a consumer is doing at one moment, for health endpoints and readiness probes.
+
+    ``ready`` only in RUNNING: the member joined and got its assignment (possibly empty: more replicas
+    than partitions is fine). ``error`` says why the state is FENCED or FAILED. ``stopping``: a stop was
+    asked for (SIGTERM) and the consumer is finishing its batch.
+    """
+
+    state: State
+    group_id: str
+    instance_id: str | None
+    member_id: str | None
+    generation: int | None
+    assignment: tuple[TopicPartition, ...]
+    stopping: bool = False
+    error: str | None = None
+
+    @property
+    def ready(self) -> bool:
+        return self.state is State.RUNNING
+
+
+class RateLimiter:
+    """Allows one event per key per ``interval_s`` (so a down broker does not flood the log)."""
+
+    def __init__(self, interval_s: float, clock: Callable[[], float]) -> None:
+        self._interval = interval_s
+        self._clock = clock
+        self._last: dict[Hashable, float] = {}
+
+    def allow(self, key: Hashable) -> bool:
+        now = self._clock()
+        last = self._last.get(key)
+        if last is not None and now - last < self._interval:
+            return False
+        self._last[key] = now
+        return True
+
+
+@dataclass
+class StallWatch:
+    """What the stall guard (``_core/stall.py``) keeps between client calls on the poll path.
+
+    Calls are numbered as they return, so records and rebalance callbacks can be ordered: a callback
+    runs inside the call that will return as number ``calls + 1``.
+    """
+
+    threshold_s: float | None = None  # gaps longer than this are checked; None: no group session
+    last_return: float = 0.0  # the clock when the last client call on the poll path returned
+    calls: int = 0  # client calls on the poll path that returned
+    suspect_gap: float | None = None  # a gap over the threshold, not checked yet (no records since)
+    suspect_call: int = 0  # the call that returned after that gap
+    touched: dict[TopicPartition, int] = field(default_factory=dict)  # the last call (un)assigning each
+    left_in: int = 0  # the last call in which partitions were revoked or lost
+    lost_in: int = 0  # the last call in which partitions were lost
+    # Partitions the broker disowned that the client has not reported lost yet, with the first offset
+    # dropped since (None: nothing dropped), and since when.
+    gone: dict[TopicPartition, int | None] = field(default_factory=dict)
+    gone_since: float = 0.0
+
+    def returned(self, now: float) -> None:
+        """A client call on the poll path returned at ``now``; the hot path: one subtraction."""
+        if self.threshold_s is not None and self.calls and now - self.last_return > self.threshold_s:
+            if self.suspect_gap is None:
+                self.suspect_call = self.calls + 1
+            self.suspect_gap = max(self.suspect_gap or 0.0, now - self.last_return)
+        self.last_return = now
+        self.calls += 1
+
+    @property
+    def checking(self) -> bool:
+        """Whether the last call's records must go through the guard: a gap to check, partitions
+        disowned, or partitions revoked or lost in that call (records handed back earlier may be theirs)."""
+        return self.suspect_gap is not None or bool(self.gone) or self.left_in == self.calls
+
+    def touch(self, partitions: Iterable[TopicPartition], *, left: bool = False, lost: bool = False) -> None:
+        """A rebalance callback about ``partitions`` runs in the call under way."""
+        call = self.calls + 1
+        for tp in partitions:
+            self.touched[tp] = call
+            self.gone.pop(tp, None)  # the client knows now: a re-assignment restarts from the commit
+        if left or lost:
+            self.left_in = call
+        if lost:
+            self.lost_in = call
+
+
+class Session:
+    """A consumer's settings, seams, state, client and partitions: everything the core phases share.
+
+    ``adapter_factory``, ``probe``, ``remove_member``, ``group_watch``, ``sleep`` and ``clock`` are the
+    seams unit tests replace (a fake client, canned broker capabilities, a scripted group, instant sleeps).
+    """
+
+    def __init__(
+        self,
+        settings: ConsumerSettings,
+        *,
+        env: Mapping[str, str],
+        dispatch: Dispatcher,
+        mode: Mode,
+        adapter_factory: AdapterFactory,
+        probe: Prober,
+        remove_member: MemberRemover,
+        group_watch: GroupWatchFactory,
+        stop: threading.Event,
+        sleep: Callable[[float], object],
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.settings = settings
+        self.env = env
+        self.dispatch = dispatch
+        self.mode = mode
+        self.adapter_factory = adapter_factory
+        self.probe = probe
+        self.remove_member = remove_member
+        self.group_watch = group_watch  # the broker look-ups of the wait for a held instance id
+        self.stop = stop
+        self.sleep = sleep
+        self.clock = clock
+        self.state = State.NEW
+        self.error: StaticConsumerError | None = None  # why the state is FENCED or FAILED
+        self.plan: JoinPlan | None = None
+        self.adapter: ConsumerAdapter | None = None
+        self.offsets = OffsetTracker()
+        self.buffer: deque[Record] = deque()  # records handed back after a listener raised
+        self.stall = StallWatch()
+        self.error_log = RateLimiter(30.0, clock)
+        self._member_id: str | None = None
+        self._generation: int | None = None
+
+    # -- state ---------------------------------------------------------------------------------------
+
+    def move(self, to: State) -> None:
+        """Change state; a transition the table does not allow is a bug in the core."""
+        if to not in TRANSITIONS[self.state]:
+            raise RuntimeError(f"static_consumer bug: no transition {self.state.name} -> {to.name}")
+        logging.getLogger(__name__).debug("state %s -> %s", self.state.name, to.name)
+        self.state = to
+
+    def end(self, to: State, error: StaticConsumerError) -> StaticConsumerError:
+        """Move to FENCED or FAILED for ``error``: nothing is committed or handed out any more."""
+        self.move(to)
+        self.error = error
+        self.offsets.clear()
+        self.buffer.clear()
+        return error
+
+    @property
+    def usable(self) -> bool:
+        """Whether consuming and committing are allowed (JOINING, REJOINING, RUNNING)."""
+        return self.state in USABLE
+
+    def give_back(self, records: Sequence[Record]) -> None:
+        """Records handed out but not processed: they come first on the next call, in their order (a
+        skipped record whose successors get committed would be lost). Dropped once the session ended."""
+        if self.usable:
+            self.buffer.extendleft(reversed(records))
+
+    def status(self) -> Status:
+        """The consumer's :class:`Status` now. Asks the client for the member id and generation, so call
+        it on the thread that drives the consumer (librdkafka serializes calls into one consumer)."""
+        return Status(
+            state=self.state,
+            group_id=self.settings.group_id,
+            instance_id=self.instance_id,
+            member_id=self.member_id(),
+            generation=self.generation(),
+            assignment=tuple(sorted(self.offsets.owned)),
+            stopping=self.stop.is_set(),
+            error=None if self.error is None else str(self.error),
+        )
+
+    # -- identity ------------------------------------------------------------------------------------
+
+    @property
+    def instance_id(self) -> str | None:
+        return self.plan.instance_id if self.plan is not None else None
+
+    def member_id(self) -> str | None:
+        """The member id the client reports, or the last one seen (kept after close)."""
+        if self.adapter is not None and self.usable:
+            self._member_id = self.adapter.member_id() or self._member_id
+        return self._member_id
+
+    def generation(self) -> int | None:
+        """The group generation (classic) or member epoch (consumer protocol) last seen."""
+        if self.adapter is not None and self.usable:
+            generation = self.adapter.generation()
+            self._generation = self._generation if generation is None else generation
+        return self._generation
+
+    def event_fields(self) -> dict[str, Any]:
+        """The fields every membership event carries."""
+        return {
+            "group_id": self.settings.group_id,
+            "instance_id": self.instance_id,
+            "member_id": self.member_id(),
+            "generation": self.generation(),
+        }
+
+    # -- the client ----------------------------------------------------------------------------------
+
+    def new_client(self) -> ConsumerAdapter:
+        """A new client for the join plan (not yet subscribed or assigned)."""
+        if self.plan is None:
+            raise RuntimeError("static_consumer bug: a client was asked for before the join plan")
+        return self.adapter_factory(dict(self.plan.config))
+
+
+__all__ = [
+    "USABLE",
+    "TRANSITIONS",
+    "AdapterFactory",
+    "MemberRemover",
+    "RateLimiter",
+    "Session",
+    "StallWatch",
+    "State",
+    "Status",
+]

@@ -1,0 +1,118 @@
+"""The broker look-ups behind the wait for a held instance id (KIP-848): describe the group, read offsets.
+
+A restarted static member that the coordinator refuses with UNRELEASED_INSTANCE_ID cannot tell from
+librdkafka who holds its instance id: librdkafka drops the broker's message naming the holder. So the
+wait (``static_consumer._core.rejoin``) watches the group from outside, through one confluent-kafka
+AdminClient that serves every look of the wait:
+
+- ConsumerGroupDescribe (``describe_consumer_groups``): the coordinator's id and the members, with
+  their instance ids, hosts and current assignments (it carries no last-heartbeat time);
+- OffsetFetch (``list_consumer_group_offsets``): the group's committed offsets for the holder's
+  partitions. Only the member that owns a partition commits it, so offsets that move prove the holder
+  alive.
+
+Both need only DESCRIBE on the group and its topics, which READ implies: a consumer's principal has
+them. This module is imported only when a join is refused, never on the consume path, and a look that
+fails returns None (the wait knows what an unanswered look means); it never raises a broker error.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+import logging
+from collections.abc import Sequence
+from typing import Any
+
+from static_consumer._config import admin_config
+from static_consumer._groups import GroupDescription, GroupMember
+from static_consumer.settings import ConsumerSettings
+from static_consumer.types import TopicPartition
+
+log = logging.getLogger(__name__)
+_LIBRDKAFKA_LOG = logging.getLogger("static_consumer.admin.librdkafka")
+NO_OFFSET = -1  # no committed offset (librdkafka reports OFFSET_INVALID, -1001)
+
+
+class ConfluentGroupWatch:
+    """Looks at this consumer's group through one AdminClient, each look bounded by ``connect_timeout_s``."""
+
+    def __init__(self, settings: ConsumerSettings) -> None:
+        from confluent_kafka.admin import AdminClient
+
+        self._group = settings.group_id
+        self._timeout = settings.connect_timeout_s
+        config: dict[str, Any] = {**admin_config(settings), "logger": _LIBRDKAFKA_LOG}
+        self._admin: Any = AdminClient(config)
+
+    def look(self) -> GroupDescription | None:
+        """The group as its coordinator describes it now; None when it did not answer in time or refused."""
+        from confluent_kafka import KafkaException
+
+        try:
+            future = self._admin.describe_consumer_groups([self._group], request_timeout=self._timeout)
+            return consumer_group(self._group, future[self._group].result(timeout=self._timeout))
+        except (KafkaException, concurrent.futures.TimeoutError) as exc:
+            log.debug("could not describe group %r: %s", self._group, exc)
+            return None
+
+    def committed(self, partitions: Sequence[TopicPartition]) -> dict[TopicPartition, int] | None:
+        """The group's committed offsets of ``partitions`` (NO_OFFSET where none); None on failure."""
+        from confluent_kafka import ConsumerGroupTopicPartitions, KafkaException
+        from confluent_kafka import TopicPartition as KafkaPartition
+
+        request = ConsumerGroupTopicPartitions(
+            self._group, [KafkaPartition(tp.topic, tp.partition) for tp in partitions]
+        )
+        try:
+            future = self._admin.list_consumer_group_offsets([request], request_timeout=self._timeout)
+            answer = future[self._group].result(timeout=self._timeout)
+        except (KafkaException, concurrent.futures.TimeoutError) as exc:
+            log.debug("could not read the committed offsets of group %r: %s", self._group, exc)
+            return None
+        return {
+            TopicPartition(p.topic, p.partition): max(p.offset, NO_OFFSET)
+            for p in answer.topic_partitions
+            if p.error is None
+        }
+
+    def close(self) -> None:
+        # confluent-kafka's AdminClient has no close(): dropping the last reference frees it.
+        self._admin = None
+
+
+def consumer_group(group_id: str, desc: Any) -> GroupDescription:
+    """A confluent-kafka ``ConsumerGroupDescription`` as a :class:`GroupDescription`."""
+    members = tuple(
+        GroupMember(
+            member_id=m.member_id,
+            instance_id=m.group_instance_id or None,
+            client_id=m.client_id or "",
+            host=str(m.host or "").lstrip("/"),
+            subscription=None,
+            assignment=_partitions(m.assignment),
+            target_assignment=_partitions(m.target_assignment) if m.target_assignment else None,
+        )
+        for m in desc.members
+    )
+    coordinator = getattr(desc, "coordinator", None)
+    return GroupDescription(
+        group_id=group_id,
+        state=_camel(getattr(desc.state, "name", str(desc.state))),
+        group_type=getattr(desc.type, "name", str(desc.type)).lower(),
+        assignor=desc.partition_assignor or None,
+        members=members,
+        coordinator=getattr(coordinator, "id", None),
+    )
+
+
+def _partitions(assignment: Any) -> tuple[TopicPartition, ...]:
+    parts = getattr(assignment, "topic_partitions", None) or ()
+    return tuple(sorted(TopicPartition(tp.topic, tp.partition) for tp in parts))
+
+
+def _camel(enum_name: str) -> str:
+    """``PREPARING_REBALANCE`` -> ``PreparingRebalance``: the broker's own spelling of group states."""
+    return "".join(word.capitalize() for word in enum_name.split("_"))
+
+
+__all__ = ["NO_OFFSET", "ConfluentGroupWatch", "consumer_group"]

@@ -1,0 +1,108 @@
+"""The one place that decides what is secret and masks it: config keys, error texts, log records.
+
+Client configurations hold secrets in clear because the clients need them; anything that leaves the
+process (a log line, a repr, an exception message, the event log) goes through here first. Pure apart
+from :func:`scrubbed_logs`, which installs logging filters for the duration of a client's life.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from static_consumer.settings import ConsumerSettings
+
+REDACTED = "**********"
+_SECRET_MARKERS = ("password", "secret", "token", "key", "credential", "jaas", "oauthbearer.config")
+
+
+def is_secret_key(key: str) -> bool:
+    """True when a config key's value must never be shown. File locations are paths, not secrets."""
+    k = key.lower().replace("_", ".")
+    if k.endswith((".location", "file")):
+        return False
+    return any(marker in k for marker in _SECRET_MARKERS)
+
+
+def redact_items(items: Iterable[tuple[str, object]]) -> dict[str, object]:
+    """Copy of a config with the values of secret-looking keys replaced by ``REDACTED``."""
+    return {k: REDACTED if is_secret_key(k) else v for k, v in items}
+
+
+def secrets_of(settings: ConsumerSettings) -> tuple[str, ...]:
+    """The secret values configured in ``settings`` (non-empty ones): what :func:`scrub` must mask."""
+    values = (settings.sasl_password, settings.ssl_key_password)
+    from_fields = [v.get_secret_value() for v in values if v is not None and v.get_secret_value()]
+    passthrough = [str(v) for k, v in settings.librdkafka.items() if is_secret_key(k) and str(v)]
+    return tuple(from_fields + passthrough)
+
+
+def scrub(text: str, secrets: Sequence[str]) -> str:
+    """``text`` with every secret masked, also where it appears inside a ``bytes`` repr."""
+    for secret in secrets:
+        text = text.replace(secret, REDACTED)
+        escaped = repr(secret.encode())[2:-1]  # how b'...' shows a non-ASCII or quoted password
+        if escaped != secret:
+            text = text.replace(escaped, REDACTED)
+    return text
+
+
+def scrub_for(settings: ConsumerSettings, text: str) -> str:
+    """``text`` with every secret configured in ``settings`` masked."""
+    return scrub(text, secrets_of(settings))
+
+
+class SecretFilter(logging.Filter):
+    """Masks ``secrets`` in a record's message and traceback before any handler formats it."""
+
+    def __init__(self, secrets: Sequence[str]) -> None:
+        super().__init__()
+        self._secrets = tuple(secrets)
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        try:
+            message = record.getMessage()
+        except Exception:  # noqa: BLE001 - a record that cannot be formatted is the handler's problem
+            return True
+        cleaned = scrub(message, self._secrets)
+        if cleaned != message:
+            record.msg, record.args = cleaned, None
+        if record.exc_info and not record.exc_text:
+            record.exc_text = scrub(logging.Formatter().formatException(record.exc_info), self._secrets)
+        return True
+
+
+@contextmanager
+def scrubbed_logs(secrets: Sequence[str], prefix: str = "kafka") -> Iterator[None]:
+    """Install a :class:`SecretFilter` on every existing logger named ``prefix`` or ``prefix.*``.
+
+    A logger's filters apply only to records created on that very logger, hence one per logger.
+    """
+    if not secrets:
+        yield
+        return
+    secret_filter = SecretFilter(secrets)
+    names = [n for n in logging.Logger.manager.loggerDict if n == prefix or n.startswith(prefix + ".")]
+    loggers = [logging.getLogger(n) for n in (prefix, *names)]
+    for logger in loggers:
+        logger.addFilter(secret_filter)
+    try:
+        yield
+    finally:
+        for logger in loggers:
+            logger.removeFilter(secret_filter)
+
+
+__all__ = [
+    "REDACTED",
+    "SecretFilter",
+    "is_secret_key",
+    "redact_items",
+    "scrub",
+    "scrub_for",
+    "scrubbed_logs",
+    "secrets_of",
+]

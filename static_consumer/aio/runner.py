@@ -1,0 +1,68 @@
+"""The asyncio pod main: SIGTERM through the event loop, finish the batch, commit, close without leaving.
+
+Same contract as :func:`static_consumer.run_until_sigterm`, for an async ``handle_batch``::
+
+    async def main() -> None:
+        await run_until_sigterm(AsyncStaticConsumer(ConsumerSettings.load()), handle_batch)
+
+    try:
+        asyncio.run(main())
+    except Exception as exc:
+        raise SystemExit(exit_code_for(exc)) from exc   # 82 when fenced
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import signal
+from collections.abc import Awaitable, Callable, Iterable
+
+from static_consumer.aio.consumer import AsyncStaticConsumer
+from static_consumer.shutdown import StopRequest
+from static_consumer.types import RecordBatch
+
+
+async def run_until_sigterm(
+    consumer: AsyncStaticConsumer,
+    handle_batch: Callable[[RecordBatch], Awaitable[object] | object],
+    *,
+    max_records: int = 500,
+    poll_timeout_s: float = 1.0,
+    timeout_s: float | None = None,
+    signals: Iterable[signal.Signals] = (signal.SIGTERM,),
+) -> None:
+    """Start ``consumer`` and feed non-empty batches to ``handle_batch`` (a coroutine function or a plain
+    one), committing each after it returned, until one of ``signals`` arrives or :meth:`stop` is called;
+    then finish the batch in hand, commit and close without leaving the group.
+
+    The signals are handled by the running loop (``loop.add_signal_handler``: the handler only sets the
+    stop request, the loop goes on). ``timeout_s`` (default ``settings.shutdown_timeout_s``) bounds the
+    time from the signal to the end of close(), as in the sync runner. Errors propagate after the close
+    (FencedInstanceError for a fenced member: exit code 82 through ``exit_code_for``); a cancelled runner
+    closes too.
+    """
+    loop = asyncio.get_running_loop()
+    bound = consumer.settings.shutdown_timeout_s if timeout_s is None else timeout_s
+    request = StopRequest(consumer.stop)
+    installed = []
+    for sig in signals:
+        loop.add_signal_handler(sig, request, sig)
+        installed.append(sig)
+    try:
+        await consumer.start()
+        # batches() commits each batch once the body is done (with the next fetch, on the thread) and
+        # ends at the stop request, after committing the last one.
+        async for batch in consumer.batches(max_records, poll_timeout_s):
+            handled = handle_batch(batch)
+            if inspect.isawaitable(handled):
+                await handled
+    finally:
+        try:
+            await consumer.close(timeout_s=request.close_timeout(bound))
+        finally:
+            for sig in installed:
+                loop.remove_signal_handler(sig)
+
+
+__all__ = ["run_until_sigterm"]

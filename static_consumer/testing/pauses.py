@@ -1,0 +1,116 @@
+"""Pausing a member (SIGSTOP/SIGCONT) and judging what it handed out, for tests and benchmarks (issue 22).
+
+Ownership is read from each member's own assigned/revoked/lost events, so "stale" means: handed out by
+one member while another member's callbacks said the partition was theirs.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
+
+from static_consumer.testing.kafka_ops import QUIET_LOGGER
+from static_consumer.testing.processes import ConsumerProcess
+
+Partition = tuple[str, int]
+
+
+def pause(proc: ConsumerProcess, seconds: float) -> tuple[float, float]:
+    """Freeze ``proc`` for ``seconds`` (every thread stops, as in a GC pause); (frozen, thawed) times."""
+    frozen = proc.freeze()
+    try:
+        time.sleep(seconds)
+    finally:
+        thawed = proc.thaw()
+    return frozen, thawed
+
+
+def owned_at(proc: ConsumerProcess, at: float) -> set[Partition]:
+    """What ``proc`` owned at wall time ``at``, from its assigned/revoked/lost events."""
+    owned: set[Partition] = set()
+    for event in proc.events():
+        if event["ts"] > at:
+            break
+        if event["kind"] == "assigned":
+            owned |= {(t, p) for t, p in event["partitions"]}
+        elif event["kind"] in ("revoked", "lost"):
+            owned -= {(t, p) for t, p in event["partitions"]}
+    return owned
+
+
+def stale_records(
+    proc: ConsumerProcess, others: Iterable[ConsumerProcess], since: float
+) -> list[tuple[str, int, int]]:
+    """Records ``proc`` handed out after ``since`` of partitions it did not own or another member did."""
+    others = list(others)
+    found = []
+    for event in proc.events("records"):
+        if event["ts"] <= since:
+            continue
+        mine = owned_at(proc, event["ts"])
+        theirs = set().union(*(owned_at(other, event["ts"]) for other in others))
+        found += [(t, p, o) for t, p, o in event["records"] if (t, p) in theirs or (t, p) not in mine]
+    return found
+
+
+def refused_batches(proc: ConsumerProcess) -> list[tuple[float, int]]:
+    """(handed out at, records) of each batch whose commit was refused (``commit_refused`` events)."""
+    out, batch = [], None
+    for event in proc.events():
+        if event["kind"] == "records":
+            batch = event
+        elif event["kind"] == "commit_refused" and batch is not None:
+            out.append((batch["ts"], len(batch["records"])))
+    return out
+
+
+@contextmanager
+def sampling_commits(
+    bootstrap: str, group_id: str, topic: str, partitions: int, every_s: float = 0.25
+) -> Iterator[list[dict[int, int]]]:
+    """The group's committed offsets (partition -> offset), sampled in the background meanwhile.
+
+    Read through a consumer of the group that never subscribes (so it never joins): librdkafka 2.16's
+    AdminClient crashes (a NULL group handle in rd_kafka_handle_OffsetFetch, seen under gdb) when an
+    offset fetch is answered while the coordinator of a fresh broker is still loading.
+    """
+    from confluent_kafka import Consumer, TopicPartition
+
+    reader = Consumer({"bootstrap.servers": bootstrap, "group.id": group_id, "logger": QUIET_LOGGER})
+    wanted = [TopicPartition(topic, p) for p in range(partitions)]
+    samples: list[dict[int, int]] = []
+    halt = threading.Event()
+
+    def run() -> None:
+        while not halt.wait(every_s):
+            try:
+                found = reader.committed(wanted, timeout=5)
+            except Exception:  # noqa: BLE001 - a sample the busy broker did not answer in time
+                continue
+            samples.append({tp.partition: tp.offset for tp in found if tp.offset >= 0})
+
+    thread = threading.Thread(target=run, name="commit-sampler", daemon=True)
+    thread.start()
+    try:
+        yield samples
+    finally:
+        halt.set()
+        thread.join(timeout=30)
+        reader.close()
+
+
+def went_backwards(samples: Iterable[dict[int, int]]) -> list[str]:
+    """Every committed offset that was lower than one sampled before it."""
+    found: list[str] = []
+    highest: dict[int, int] = {}
+    for sample in samples:
+        for partition, offset in sample.items():
+            if offset < highest.get(partition, -1):
+                found.append(f"partition {partition}: {highest[partition]} -> {offset}")
+            highest[partition] = max(offset, highest.get(partition, -1))
+    return found
+
+
+__all__ = ["owned_at", "pause", "refused_batches", "sampling_commits", "stale_records", "went_backwards"]
