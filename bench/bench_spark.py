@@ -2,6 +2,7 @@
 
     python bench/bench_spark.py [--records 1000000] [--partitions 6] [--value-bytes 100]
                                 [--batch-records 100000] [--repeats 3]
+    python bench/bench_spark.py --pods 1,2,3 [--server-master local[2]] [...]
 
 Produces the records once, then reads them all with both, into Spark's ``noop`` sink (which forces
 every row and column to be materialised and writes nothing):
@@ -15,6 +16,10 @@ Both run in the same SparkSession after a warm-up of each, best of ``--repeats``
 uses a new consumer group, so it reads everything again). Both clients fetch up to 10 MiB per
 partition. Prints rows/s of each (best and median repeat) and bridge/native (goal >= 0.5). The broker is
 ``KAFKA_BOOTSTRAP_SERVERS`` if set, else one the test harness starts (see docs/testing.md).
+
+``--pods 1,2,3`` measures scale-out instead: 1, 2 and 3 bridge pods (static members with their own
+partitions) feeding one Spark Connect server, next to the native source on that server (see
+bench/_spark_pods.py).
 """
 
 from __future__ import annotations
@@ -146,6 +151,8 @@ def main() -> None:
     parser.add_argument("--batch-records", type=int, default=100_000)
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--driver-memory", default=None, help="default: half the memory, 1-8 GiB")
+    parser.add_argument("--pods", default=None, help="scale-out: pod counts to measure, e.g. 1,2,3")
+    parser.add_argument("--server-master", default="local[2]", help="--pods: the Connect server's master")
     args = parser.parse_args()
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
 
@@ -154,6 +161,15 @@ def main() -> None:
         bootstrap = cluster.bootstrap_servers
         topic = create_topic(bootstrap, f"bench-spark-{uuid.uuid4().hex[:8]}", args.partitions)
         produced_s = produce_records(bootstrap, topic, args.records, args.value_bytes)
+        print(
+            f"{os.cpu_count()} cores; Kafka {cluster.version}; topic: {args.records:,} records x "
+            f"{args.value_bytes} B in {args.partitions} partitions (produced in {produced_s:.1f} s)"
+        )
+        if args.pods:
+            from _spark_pods import run as run_pods
+
+            run_pods(args, bootstrap, topic, list(connector.jars))
+            return
         spark = spark_session(driver_memory=args.driver_memory, jars=connector.jars)
         try:
             print(

@@ -1,31 +1,25 @@
-"""The Spark bridge on a real broker with local Spark: rows equal Spark's own Kafka source, nothing is
-committed when fn fails, and a Parquet sink written by fn holds exactly the produced records after a clean
-static restart (no duplicates, no loss) and every one of them after kill -9 (no loss).
+"""The Spark bridge on a real broker with a driver in this process, once with local Spark and once on a
+standalone master with one worker (started from PySpark's own scripts, session fixture): rows equal
+Spark's own Kafka source for both handoffs, Parquet files on the cluster only with a shared directory,
+and nothing is committed when fn fails. A local-Spark pod whose session stops mid-batch exits 75 with
+SparkSessionStoppedError.
 
-One SparkSession for the in-process tests (with Spark's Kafka connector from Maven Central, to compare);
-the restart tests run the bridge as pods in child processes, so they can be SIGTERMed and SIGKILLed.
+One SparkSession per backend (with Spark's Kafka connector from Maven Central, to compare). Restarts,
+kills and exactly-once sinks are in test_spark_exactly_once.py (bridge pods on a Spark Connect server).
 """
 
 from __future__ import annotations
 
-import json
-import os
-import signal
-import subprocess
-import sys
-import tempfile
-import threading
-import time
 from collections import Counter
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-import pyarrow.dataset as ds
 import pytest
 from confluent_kafka import Producer
 
 from static_consumer import ConsumerSettings
+from static_consumer.errors import ConfigurationError
 from static_consumer.spark import (
     BatchInfo,
     BatchLimits,
@@ -34,22 +28,35 @@ from static_consumer.spark import (
     resolve_kafka_connector,
     spark_session,
 )
-from static_consumer.testing import committed_offsets, describe_group, produce
-
-CHILD = Path(__file__).with_name("spark_child.py")
-REPO = CHILD.parent.parent
+from static_consumer.testing import ConsumerProcess, committed_offsets, produce
 
 
-@pytest.fixture(scope="module")
-def spark() -> Iterator[Any]:
+@pytest.fixture(scope="module", params=["local", "standalone"])
+def spark(request: pytest.FixtureRequest) -> Iterator[Any]:
     connector = resolve_kafka_connector()
-    session = spark_session(
-        driver_memory="1g", jars=connector.jars, conf={"spark.sql.shuffle.partitions": "2"}
-    )
+    conf = {"spark.sql.shuffle.partitions": "2"}
+    if request.param == "local":
+        session = spark_session(driver_memory="1g", jars=connector.jars, conf=conf)
+    else:
+        cluster = request.getfixturevalue("spark_standalone_cluster")
+        conf |= {"spark.executor.memory": "512m", "spark.cores.max": "1"}
+        # The executor runs in the worker's JVM and connects back to this driver: at the address set
+        # here, not at 127.0.0.1 by default as a local session would.
+        session = spark_session(
+            master=cluster.master_url,
+            driver_host="127.0.0.1",
+            driver_memory="1g",
+            jars=connector.jars,
+            conf=conf,
+        )
     try:
         yield session
     finally:
         session.stop()
+
+
+def on_cluster(spark: Any) -> bool:
+    return not str(spark.sparkContext.master).startswith("local")
 
 
 def settings(bootstrap: str, group: str, topic: str, instance_id: str = "spark-0") -> ConsumerSettings:
@@ -90,8 +97,15 @@ def test_bridge_rows_equal_sparks_own_kafka_source(
     kafka_bootstrap_servers: str,
     kafka_topic_factory: Callable[..., str],
     kafka_group_id_factory: Callable[..., str],
+    tmp_path: Path,
 ) -> None:
     bootstrap, topic, group = kafka_bootstrap_servers, kafka_topic_factory(3), kafka_group_id_factory()
+    # Executors on other hosts cannot read this process's temporary files: on a cluster the Parquet
+    # handoff needs a directory every executor reads (here the same disk, as a shared volume would be).
+    shared = str(tmp_path / "handoff") if handoff == "parquet" and on_cluster(spark) else None
+    if shared is not None:
+        with pytest.raises(ConfigurationError, match="handoff_dir="):
+            MicroBatchRunner(settings(bootstrap, group, topic), print, spark=spark, handoff=handoff)
     produce_varied(bootstrap, topic, 2_000)
     rows: list[Any] = []
     schemas: list[Any] = []
@@ -99,15 +113,18 @@ def test_bridge_rows_equal_sparks_own_kafka_source(
     def collect(df: Any, info: BatchInfo) -> None:
         schemas.append(df.schema)
         rows.extend(df.collect())
+        if len(rows) >= 2_000:
+            runner.stop()  # everything is there; the idle timeout below only bounds a failing run
 
     runner = MicroBatchRunner(
         settings(bootstrap, group, topic),
         collect,
         spark=spark,
         handoff=handoff,
+        handoff_dir=shared,
         limits=BatchLimits(max_records=700),
     )
-    summary = runner.run(idle_timeout_s=4.0)
+    summary = runner.run(idle_timeout_s=60.0)
     assert summary.records == 2_000 and summary.batches >= 3
 
     native = (
@@ -148,162 +165,40 @@ def test_nothing_is_committed_when_fn_fails(
     assert committed_offsets(bootstrap, group, topic, 2) == {}
 
     seen: list[int] = []
-    again = MicroBatchRunner(
-        settings(bootstrap, group, topic), lambda df, info: seen.append(df.count()), spark=spark
-    )
-    again.run(idle_timeout_s=4.0)
+
+    def count(df: Any, info: BatchInfo) -> None:
+        seen.append(df.count())
+        if sum(seen) >= 500:
+            again.stop()
+
+    again = MicroBatchRunner(settings(bootstrap, group, topic), count, spark=spark)
+    again.run(idle_timeout_s=60.0)
     assert sum(seen) == 500  # the same instance, restarted, gets every record again
 
 
-class SparkPod:
-    """The bridge in a child process (integration/spark_child.py), with its JSON-line events."""
-
-    def __init__(self, spec: dict[str, Any], name: str) -> None:
-        self.name = name
-        self.events: list[dict[str, Any]] = []
-        self._cond = threading.Condition()
-        self._stderr = Path(tempfile.mkstemp(prefix=f"{name}-", suffix=".stderr")[1])
-        env = {
-            **os.environ,
-            "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")])),
-        }
-        with open(self._stderr, "wb") as err:
-            self.proc = subprocess.Popen(
-                [sys.executable, str(CHILD), json.dumps(spec)], stdout=subprocess.PIPE, stderr=err, env=env
-            )
-        threading.Thread(target=self._read, daemon=True).start()
-
-    def _read(self) -> None:
-        assert self.proc.stdout is not None
-        for line in self.proc.stdout:
-            try:
-                event = json.loads(line)
-            except ValueError:
-                continue
-            with self._cond:
-                self.events.append(event)
-                self._cond.notify_all()
-
-    def records(self) -> int:
-        with self._cond:
-            return sum(e["records"] for e in self.events if e["kind"] == "batch")
-
-    def wait_until(self, condition: Callable[[], bool], timeout_s: float, what: str) -> None:
-        deadline = time.monotonic() + timeout_s
-        with self._cond:
-            while not condition():
-                remaining = deadline - time.monotonic()
-                if remaining <= 0 or self.proc.poll() is not None:
-                    raise AssertionError(
-                        f"{self.name}: no {what} within {timeout_s} s (exit {self.proc.poll()}); "
-                        f"events {self.events[-5:]}\nstderr:\n{self.stderr_tail()}"
-                    )
-                self._cond.wait(min(remaining, 0.5))
-
-    def stderr_tail(self, lines: int = 30) -> str:
-        return "\n".join(self._stderr.read_text(errors="replace").splitlines()[-lines:])
-
-    def stop(self, timeout_s: float = 60.0) -> int:
-        self.proc.send_signal(signal.SIGTERM)
-        return self.proc.wait(timeout=timeout_s)
-
-    def kill(self) -> None:
-        if self.proc.poll() is None:
-            self.proc.kill()
-        self.proc.wait(timeout=10)
-
-
-@pytest.fixture
-def pods() -> Iterator[Callable[[dict[str, Any], str], SparkPod]]:
-    started: list[SparkPod] = []
-
-    def start(spec: dict[str, Any], name: str) -> SparkPod:
-        pod = SparkPod(spec, name)
-        started.append(pod)
-        return pod
-
-    yield start
-    for pod in started:
-        pod.kill()
-
-
-def pod_spec(bootstrap: str, group: str, topic: str, sink: Path) -> dict[str, Any]:
-    return {
+def test_a_local_pod_whose_session_stops_mid_batch_exits_75_with_a_typed_error(
+    kafka_bootstrap_servers: str,
+    kafka_topic_factory: Callable[..., str],
+    kafka_group_id_factory: Callable[..., str],
+    kafka_consumer_process_factory: Callable[..., ConsumerProcess],
+    tmp_path: Path,
+) -> None:
+    # What a user of local Spark saw before: "[INTERNAL_ERROR] ... you hit a bug in Spark".
+    bootstrap, topic, group = kafka_bootstrap_servers, kafka_topic_factory(1), kafka_group_id_factory()
+    produce(bootstrap, topic, 1_000)
+    spec = {
+        "mode": "spark",
+        "master": "local[1]",
         "settings": settings(bootstrap, group, topic).model_dump(mode="json", exclude_defaults=True),
-        "sink": str(sink),
-        "max_records": 1_000,
-        "max_wait_s": 1.0,
+        "sink": "append",
+        "path": str(tmp_path / "sink"),
+        "max_records": 300,
+        "stop_session_at": 1,
     }
-
-
-def sink_positions(sink: Path) -> Counter[tuple[int, int]]:
-    """(partition, offset) of every row in the Parquet sink, with how often it was written."""
-    table = ds.dataset(str(sink), format="parquet").to_table(columns=["partition", "offset"])
-    return Counter(
-        zip(table.column("partition").to_pylist(), table.column("offset").to_pylist(), strict=True)
-    )
-
-
-def produced_positions(counts: dict[int, int]) -> set[tuple[int, int]]:
-    return {(p, o) for p, n in counts.items() for o in range(n)}
-
-
-def test_clean_static_restart_leaves_exactly_the_produced_records_in_the_sink(
-    kafka_bootstrap_servers: str,
-    kafka_topic_factory: Callable[..., str],
-    kafka_group_id_factory: Callable[..., str],
-    pods: Callable[[dict[str, Any], str], SparkPod],
-    tmp_path: Path,
-) -> None:
-    bootstrap, topic, group = kafka_bootstrap_servers, kafka_topic_factory(3), kafka_group_id_factory()
-    sink = tmp_path / "sink"
-    spec = pod_spec(bootstrap, group, topic, sink)
-    produce(bootstrap, topic, 3_000)
-
-    first = pods(spec, "pod-a")
-    first.wait_until(lambda: first.records() >= 1_000, 120, "1,000 records")
-    assert first.stop() == 0  # SIGTERM mid-stream: finish the batch, commit, close without LeaveGroup
-    assert first.records() < 3_000, "the restart should happen while records are still waiting"
-    produce(bootstrap, topic, 1_000, start=3_000)
-
-    second = pods(spec, "pod-b")
-    second.wait_until(lambda: first.records() + second.records() >= 4_000, 120, "the remaining records")
-    members = describe_group(bootstrap, group).members
-    assert [m.group_instance_id for m in members] == ["spark-0"]  # the restarted pod kept its identity
-    assert second.stop() == 0
-
-    written = sink_positions(sink)
-    assert max(written.values()) == 1, f"duplicates: {[pos for pos, n in written.items() if n > 1][:10]}"
-    counts = committed_offsets(bootstrap, group, topic, 3)
-    assert sum(counts.values()) == 4_000
-    assert set(written) == produced_positions(counts)
-
-
-def test_after_kill_9_the_restarted_pod_loses_nothing(
-    kafka_bootstrap_servers: str,
-    kafka_topic_factory: Callable[..., str],
-    kafka_group_id_factory: Callable[..., str],
-    pods: Callable[[dict[str, Any], str], SparkPod],
-    tmp_path: Path,
-) -> None:
-    bootstrap, topic, group = kafka_bootstrap_servers, kafka_topic_factory(3), kafka_group_id_factory()
-    sink = tmp_path / "sink"
-    spec = pod_spec(bootstrap, group, topic, sink)
-    produce(bootstrap, topic, 5_000)
-
-    first = pods(spec, "pod-a")
-    first.wait_until(lambda: first.records() >= 1_000, 120, "1,000 records")
-    first.kill()  # SIGKILL: no commit, no close; the broker still holds the member
-    assert first.records() < 5_000, "the kill should land while records are still waiting"
-
-    second = pods(spec, "pod-b")  # same instance id: takes the member over without waiting for the session
-    second.wait_until(
-        lambda: len(produced_positions(committed_offsets(bootstrap, group, topic, 3))) >= 5_000,
-        120,
-        "all offsets committed",
-    )
-    assert second.stop() == 0
-
-    written = sink_positions(sink)
-    assert set(written) == produced_positions(committed_offsets(bootstrap, group, topic, 3))
-    assert len(written) == 5_000  # every record, some possibly twice (at-least-once after a kill)
+    pod = kafka_consumer_process_factory(spec, name="local-pod")
+    assert pod.wait(240) == 75, pod.stderr_tail()
+    [error] = pod.events("error")
+    assert error["kind_of"] == "SparkSessionStoppedError", error
+    assert "Spark session stopped during batch 1" in error["reason"]
+    written = sum(e["records"] for e in pod.events("batch"))
+    assert committed_offsets(bootstrap, group, topic, 1) == {0: written}  # batch 1 was not committed

@@ -134,6 +134,35 @@ class Closed(MembershipEvent):
         listener.on_closed(self)
 
 
+@dataclass(frozen=True, kw_only=True, slots=True)
+class BatchProgress(MembershipEvent):
+    """A micro-batch of the Spark bridge was processed (like a Structured Streaming query's progress).
+
+    ``records`` went to ``fn`` in ``process_s`` after ``collect_s`` of collecting; ``commit_s`` is the
+    checkpoint write and the Kafka commit, ``committed`` whether the Kafka commit succeeded.
+    ``input_rows_per_s`` is the arrival rate (records over the time since the previous batch was
+    handed over), ``processing_rows_per_s`` is ``records / process_s``. ``lag`` is how many records of
+    the batch's partitions were still behind it (end offsets less positions, looked up at most every
+    few seconds; None when unknown). ``version`` is the batch's restart-stable identity when the runner
+    has a checkpoint.
+    """
+
+    batch_id: int
+    records: int
+    bytes: int
+    collect_s: float
+    process_s: float
+    commit_s: float
+    input_rows_per_s: float
+    processing_rows_per_s: float
+    lag: int | None
+    committed: bool
+    version: int | None = None
+
+    def deliver(self, listener: MembershipListener) -> None:
+        listener.on_batch(self)
+
+
 StallVerdict = Literal["ok", "lost", "gone", "unknown", "expired"]
 
 
@@ -193,6 +222,9 @@ class MembershipListener:
     def on_closed(self, event: Closed) -> None:
         """The consumer closed."""
 
+    def on_batch(self, event: BatchProgress) -> None:
+        """A micro-batch of :class:`~static_consumer.spark.MicroBatchRunner` was processed."""
+
     def on_stalled(self, event: Stalled) -> None:
         """A gap longer than half the session timeout was checked before records were handed out."""
 
@@ -230,6 +262,7 @@ class Dispatcher:
 
 __all__ = [
     "Assigned",
+    "BatchProgress",
     "Closed",
     "Dispatcher",
     "FatalError",

@@ -10,8 +10,9 @@ from typing import Any
 import pyarrow.parquet as pq
 import pytest
 
+from static_consumer.errors import ConfigurationError
 from static_consumer.spark import KAFKA_SCHEMA, records_to_table
-from static_consumer.spark._handoff import FrameMaker, choose, spark_schema
+from static_consumer.spark._handoff import FrameMaker, _host, choose, spark_schema
 from static_consumer.types import Record
 
 
@@ -52,7 +53,18 @@ def test_auto_uses_files_only_where_executors_share_the_drivers_disk(master: str
 
 def test_auto_falls_back_to_create_dataframe_without_a_spark_context() -> None:
     assert choose("auto", object()) == "arrow"
-    assert choose("parquet", object()) == "parquet"  # an explicit choice is kept
+    assert choose("arrow", LocalSession()) == "arrow"  # an explicit choice is kept
+
+
+@pytest.mark.parametrize("master", ["spark://m:7077", "k8s://https://api:6443", "yarn"])
+def test_parquet_files_on_a_cluster_need_a_directory_every_executor_reads(master: str) -> None:
+    with pytest.raises(ConfigurationError, match="handoff_dir="):
+        choose("parquet", LocalSession(master))
+    with pytest.raises(ConfigurationError, match="Spark Connect"):
+        choose("parquet", object())  # no SparkContext: a Spark Connect session (or unknown)
+    assert choose("parquet", LocalSession(master), "/shared/batches") == "parquet"
+    assert choose("auto", LocalSession(master), "/shared/batches") == "parquet"
+    assert choose("auto", LocalSession(master)) == "arrow"
 
 
 def test_parquet_handoff_reads_the_batch_back_under_the_kafka_schema(tmp_path: Path) -> None:
@@ -82,11 +94,14 @@ def test_arrow_handoff_is_create_dataframe() -> None:
 
 
 def test_batch_directories_of_dead_processes_are_removed(tmp_path: Path) -> None:
-    gone = tmp_path / "static-consumer-batches-999999999-abc"  # no such process
-    mine = tmp_path / f"static-consumer-batches-{os.getpid()}-def"
+    host = _host()
+    gone = tmp_path / f"static-consumer-batches-{host}-999999999-abc"  # no such process
+    mine = tmp_path / f"static-consumer-batches-{host}-{os.getpid()}-def"
+    elsewhere = tmp_path / "static-consumer-batches-otherhost-999999999-abc"  # a shared directory
     other = tmp_path / "unrelated"
-    for path in (gone, mine, other):
+    for path in (gone, mine, elsewhere, other):
         path.mkdir()
     maker = FrameMaker(LocalSession(), "parquet", directory=str(tmp_path))
     assert not gone.exists() and mine.exists() and other.exists()
+    assert elsewhere.exists()  # another host's process cannot be asked whether it still runs
     maker.close()

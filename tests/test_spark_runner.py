@@ -75,6 +75,7 @@ def make_runner(
     failure: FailurePolicy | None = None,
     clock: Clock | None = None,
     listeners: Sequence[MembershipListener] = (),
+    checkpoint: Any = None,
     **settings: Any,
 ) -> tuple[MicroBatchRunner, FakeFactory, Sink, list[float]]:
     factory = FakeFactory(script)
@@ -95,6 +96,8 @@ def make_runner(
         limits=limits or BatchLimits(max_records=3, min_records=1, poll_records=10, max_wait_s=1.0),
         failure=failure,
         listeners=listeners,
+        checkpoint=checkpoint,
+        lag_interval_s=None,
         consumer_factory=consumer,
         sleep=sleeps.append,
         clock=clock or Clock(),
@@ -210,7 +213,7 @@ def test_stop_finishes_and_commits_the_current_batch() -> None:
         original(df, info)
         runner.stop()
 
-    runner._fn = stop_after_first
+    runner._attempts._fn = stop_after_first
     summary = runner.run()
     assert summary.batches == 1 and factory.last.commits == [{P0: 3}]
     assert "unsubscribe" not in factory.last.calls
@@ -236,7 +239,7 @@ def test_a_slow_batch_warns_and_shrinks_the_next_ones(caplog: pytest.LogCaptureF
         original(df, info)
         clock.now += 40.0  # over half of the 60 s max.poll.interval
 
-    runner._fn = slow
+    runner._attempts._fn = slow
     with caplog.at_level(logging.WARNING, logger="static_consumer.spark.runner"):
         runner.run(max_batches=3)
     assert any("max_poll_interval_ms" in r.getMessage() for r in caplog.records)

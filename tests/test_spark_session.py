@@ -19,16 +19,25 @@ def test_public_names() -> None:
             "KAFKA_SCHEMA",
             "BatchFn",
             "BatchInfo",
+            "BatchKey",
             "BatchLimits",
+            "BatchProgress",
+            "CheckpointError",
+            "DeltaJars",
             "FailurePolicy",
             "Handoff",
             "KafkaConnector",
             "MicroBatchRunner",
             "OffsetRange",
             "RunSummary",
+            "SparkSessionStoppedError",
+            "delta_conf",
             "records_to_table",
+            "resolve_delta",
             "resolve_kafka_connector",
             "spark_session",
+            "write_delta",
+            "write_parquet",
         ]
     )
     for name in spark_pkg.__all__:
@@ -54,6 +63,67 @@ def test_local_sessions_get_memory_quiet_logs_and_jars() -> None:
     assert conf["spark.sql.execution.arrow.localRelationThreshold"] == "0"  # tables go to executors
     assert conf["spark.driver.extraJavaOptions"] == f"-Dlog4j2.configurationFile={log4j2_config().as_uri()}"
     assert "rootLogger.level = warn" in log4j2_config().read_text()  # shipped with the package
+
+
+@pytest.mark.parametrize("master", ["spark://master:7077", "k8s://https://api:6443", "yarn"])
+def test_a_cluster_driver_keeps_sparks_own_address_unless_told(master: str) -> None:
+    # Executors on other hosts connect back to the driver: 127.0.0.1 would be unreachable for them.
+    conf = local_conf(driver_memory="1g", master=master)
+    assert "spark.driver.host" not in conf and "spark.driver.bindAddress" not in conf
+    told = local_conf(driver_memory="1g", master=master, driver_host="orders-0.orders.ns.svc")
+    assert told["spark.driver.host"] == "orders-0.orders.ns.svc"
+    assert told["spark.driver.bindAddress"] == "0.0.0.0"  # listen on the pod's interfaces
+    bound = local_conf(driver_memory="1g", master=master, driver_host="10.1.2.3", bind_address="10.1.2.3")
+    assert bound["spark.driver.bindAddress"] == "10.1.2.3"
+
+
+@pytest.mark.parametrize("master", ["local", "local[2]", "local[*]", "local-cluster[2,1,1024]"])
+def test_a_local_driver_listens_on_loopback_only(master: str) -> None:
+    conf = local_conf(driver_memory="1g", master=master)
+    assert conf["spark.driver.host"] == conf["spark.driver.bindAddress"] == "127.0.0.1"
+
+
+@pytest.mark.parametrize(
+    ("delta", "spark", "artifacts"),
+    [
+        ("4.4.1", "4.2.0", ["delta-spark_4.2_2.13", "delta-spark_2.13"]),
+        ("4.0.1", "4.0.0", ["delta-spark_2.13"]),  # before Delta 4.1 one artifact served every Spark
+    ],
+)
+def test_delta_jars_are_named_for_the_spark_they_were_built_for(
+    delta: str, spark: str, artifacts: list[str]
+) -> None:
+    from static_consumer.spark import delta as delta_module
+
+    assert delta_module.artifacts(delta, spark, "2.13") == artifacts
+    assert delta_module.patch_candidates("4.4.1") == ["4.4.1", "4.4.0"]
+
+
+def test_delta_falls_back_to_an_earlier_patch_and_remembers_it(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    from static_consumer.spark import _maven
+    from static_consumer.spark import delta as delta_module
+
+    monkeypatch.setenv("STATIC_CONSUMER_CACHE_DIR", str(tmp_path))
+    monkeypatch.delenv("STATIC_CONSUMER_DELTA_VERSION", raising=False)
+    monkeypatch.setattr(delta_module, "installed_spark", lambda: ("4.2.0", "2.13"))
+    asked: list[str] = []
+
+    def fake(group: str, artifact: str, version: str, keep: list[str]) -> tuple[tuple[str, ...], bool]:
+        asked.append(f"{artifact}:{version}")
+        if version != "4.4.0" or artifact != "delta-spark_4.2_2.13":
+            raise _maven.ConnectorError("not found")
+        return (f"/jars/{artifact}-{version}.jar",), False
+
+    monkeypatch.setattr(_maven, "resolve", fake)
+    found = delta_module.resolve_delta("4.4.1")
+    assert (found.version, found.artifact) == ("4.4.0", "delta-spark_4.2_2.13")
+    assert asked == ["delta-spark_4.2_2.13:4.4.1", "delta-spark_2.13:4.4.1", "delta-spark_4.2_2.13:4.4.0"]
+    asked.clear()
+    assert delta_module.resolve_delta("4.4.1").version == "4.4.0"
+    assert asked == ["delta-spark_4.2_2.13:4.4.0"]  # Maven is not asked again for what it lacked
+    assert delta_module.delta_conf()["spark.sql.extensions"] == "io.delta.sql.DeltaSparkSessionExtension"
 
 
 def test_loud_sessions_keep_sparks_own_logging() -> None:

@@ -3,30 +3,46 @@
 :class:`MicroBatchRunner` polls bounded batches with a :class:`~static_consumer.StaticConsumer` (so the
 pod keeps its group.instance.id and its partitions across restarts), hands each batch to ``fn(df, info)``
 as a DataFrame with the schema of Spark's own Kafka source, and commits only after ``fn`` returned.
-:func:`spark_session` builds an embedded local session or connects to a Spark Connect server.
+With a ``checkpoint`` every batch has a key that survives restarts, and :func:`write_delta` /
+:func:`write_parquet` write each key once: exactly-once after ``kill -9``.
+:func:`spark_session` builds a session (local or on a cluster master) or connects to Spark Connect.
 See docs/spark.md for when to use this bridge and when Spark's native Kafka source.
 """
 
+from static_consumer.events import BatchProgress
 from static_consumer.spark._batch import BatchLimits, OffsetRange
+from static_consumer.spark._errors import CheckpointError, SparkSessionStoppedError
 from static_consumer.spark._handoff import Handoff
+from static_consumer.spark._ledger import BatchKey
 from static_consumer.spark._schema import KAFKA_SCHEMA, records_to_table
 from static_consumer.spark._work import BatchInfo, FailurePolicy
 from static_consumer.spark.connector import KafkaConnector, resolve_kafka_connector
+from static_consumer.spark.delta import DeltaJars, delta_conf, resolve_delta
 from static_consumer.spark.runner import BatchFn, MicroBatchRunner, RunSummary
 from static_consumer.spark.session import spark_session
+from static_consumer.spark.sinks import write_delta, write_parquet
 
 __all__ = [
     "KAFKA_SCHEMA",
     "BatchFn",
     "BatchInfo",
+    "BatchKey",
     "BatchLimits",
+    "BatchProgress",
+    "CheckpointError",
+    "DeltaJars",
     "FailurePolicy",
     "Handoff",
     "KafkaConnector",
     "MicroBatchRunner",
     "OffsetRange",
     "RunSummary",
+    "SparkSessionStoppedError",
+    "delta_conf",
     "records_to_table",
+    "resolve_delta",
     "resolve_kafka_connector",
     "spark_session",
+    "write_delta",
+    "write_parquet",
 ]

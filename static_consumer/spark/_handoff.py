@@ -5,16 +5,19 @@
   driver memory; tables under ``spark.sql.execution.arrow.localRelationThreshold`` (default 48 MiB)
   are even turned into rows on the driver, in one thread, which :func:`~.session.local_conf` avoids by
   setting it to 0.
-- ``parquet``: the table is written (uncompressed) to a local file and read back with Spark's
-  vectorized Parquet reader under the same schema. Only for local sessions, where the driver's disk is
-  the executors' disk. Measured here per batch of 100,000 records (DataFrame plus a ``noop`` write):
-  0.11-0.2 s, against 0.17-0.3 s for ``arrow`` with the threshold at 0 and 0.5-0.6 s at Spark's
-  default; and without the driver-memory cost. The file is deleted once ``fn`` returned, so the
-  DataFrame is only valid inside ``fn`` (cache or write what you need before returning, as with
-  ``foreachBatch``). A process killed before it could clean up leaves at most one batch file behind;
-  the next runner on the machine removes directories of processes that no longer run.
+- ``parquet``: the table is written (uncompressed) to a file and read back with Spark's vectorized
+  Parquet reader under the same schema. The executors must read the file at the same path: a local
+  session's executors share the driver's disk; for any other session (a cluster master, Spark Connect)
+  ``directory`` must name a directory they all see (a shared volume), else ``ConfigurationError``.
+  Measured here per batch of 100,000 records (DataFrame plus a ``noop`` write): 0.11-0.2 s, against
+  0.17-0.3 s for ``arrow`` with the threshold at 0 and 0.5-0.6 s at Spark's default; and without the
+  driver-memory cost. The file is deleted once ``fn`` returned, so the DataFrame is only valid inside
+  ``fn`` (cache or write what you need before returning, as with ``foreachBatch``). A process killed
+  before it could clean up leaves at most one batch file behind; the next runner on the host removes
+  directories of its processes that no longer run.
 
-``auto`` picks ``parquet`` for a classic session whose master is ``local...``, else ``arrow``.
+``auto`` picks ``parquet`` for a classic session whose master is ``local...`` or when a shared
+``directory`` is given, else ``arrow``.
 """
 
 from __future__ import annotations
@@ -22,6 +25,7 @@ from __future__ import annotations
 import itertools
 import os
 import shutil
+import socket
 import tempfile
 from collections.abc import Callable
 from functools import cache
@@ -31,7 +35,9 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from static_consumer.errors import ConfigurationError
 from static_consumer.spark._schema import KAFKA_SCHEMA
+from static_consumer.spark.session import is_local_master
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
@@ -58,26 +64,45 @@ def spark_schema() -> StructType:
     return from_arrow_schema(KAFKA_SCHEMA)
 
 
-def choose(handoff: Handoff, spark: Any) -> Literal["arrow", "parquet"]:
-    """Resolve ``auto``: Parquet files only where the executors share the driver's disk."""
-    if handoff != "auto":
-        return handoff
+def session_kind(spark: Any) -> str:
+    """``"local"`` (a classic session with a local master), ``"connect"``, or the cluster master URL."""
     if type(spark).__module__.startswith("pyspark.sql.connect"):
-        return "arrow"
+        return "connect"
     try:
         master = str(spark.sparkContext.master)
-    except Exception:  # noqa: BLE001 - not a classic session (or a stand-in): the portable choice
-        return "arrow"
-    return "parquet" if master.startswith("local") else "arrow"
+    except Exception:  # noqa: BLE001 - not a classic session (or a stand-in): treat as remote
+        return "connect"
+    return "local" if is_local_master(master) else master
+
+
+def choose(handoff: Handoff, spark: Any, directory: str | None = None) -> Literal["arrow", "parquet"]:
+    """Resolve ``auto``, and refuse Parquet files where the executors may not be able to read them."""
+    kind = session_kind(spark)
+    if handoff == "auto":
+        return "parquet" if kind == "local" or directory is not None else "arrow"
+    if handoff == "parquet" and kind != "local" and directory is None:
+        raise ConfigurationError(
+            f"handoff='parquet' with a {'Spark Connect' if kind == 'connect' else kind} session: its "
+            "executors may run on other hosts and cannot read this process's temporary files. Pass "
+            "handoff_dir= a directory every executor reads at the same path (a shared volume), or use "
+            "handoff='arrow' (or 'auto')"
+        )
+    return handoff
 
 
 _PREFIX = "static-consumer-batches-"
 
 
+def _host() -> str:
+    return "".join(c if c.isalnum() else "_" for c in socket.gethostname())[:40] or "host"
+
+
 def sweep_dead(parent: Path) -> None:
-    """Remove batch directories left by processes that no longer run (e.g. after ``kill -9``)."""
-    for path in parent.glob(f"{_PREFIX}*-*"):
-        pid = path.name.removeprefix(_PREFIX).split("-", 1)[0]
+    """Remove batch directories left by processes of this host that no longer run (e.g. after
+    ``kill -9``). A shared directory also holds other hosts' directories: their processes cannot be
+    asked, so those are left alone."""
+    for path in parent.glob(f"{_PREFIX}{_host()}-*-*"):
+        pid = path.name.removeprefix(f"{_PREFIX}{_host()}-").split("-", 1)[0]
         if not pid.isdigit() or _alive(int(pid)):
             continue
         shutil.rmtree(path, ignore_errors=True)
@@ -102,12 +127,14 @@ class FrameMaker:
 
     def __init__(self, spark: SessionLike, handoff: Handoff = "auto", directory: str | None = None) -> None:
         self._spark = spark
-        self.handoff = choose(handoff, spark)
+        self.handoff = choose(handoff, spark, directory)
         self._dir: Path | None = None
         if self.handoff == "parquet":
             parent = Path(directory or tempfile.gettempdir())
+            parent.mkdir(parents=True, exist_ok=True)
             sweep_dead(parent)
-            self._dir = Path(tempfile.mkdtemp(prefix=f"{_PREFIX}{os.getpid()}-", dir=parent))
+            prefix = f"{_PREFIX}{_host()}-{os.getpid()}-"
+            self._dir = Path(tempfile.mkdtemp(prefix=prefix, dir=parent))
         self._ids = itertools.count()
 
     def __call__(self, table: pa.Table) -> tuple[DataFrame, Cleanup]:
@@ -123,4 +150,4 @@ class FrameMaker:
             shutil.rmtree(self._dir, ignore_errors=True)
 
 
-__all__ = ["FrameMaker", "Handoff", "SessionLike", "choose", "spark_schema", "sweep_dead"]
+__all__ = ["FrameMaker", "Handoff", "SessionLike", "choose", "session_kind", "spark_schema", "sweep_dead"]

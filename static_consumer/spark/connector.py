@@ -10,39 +10,17 @@ pins a version.
 
 from __future__ import annotations
 
-import fcntl
 import logging
 import os
 import re
-import shutil
-import subprocess
 import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from static_consumer.spark import _maven
+from static_consumer.spark._maven import ConnectorError, cache_root
+
 log = logging.getLogger(__name__)
-
-_MAVEN_TIMEOUT_S = 600.0
-_POM = """<?xml version="1.0" encoding="UTF-8"?>
-<project xmlns="http://maven.apache.org/POM/4.0.0">
-  <modelVersion>4.0.0</modelVersion>
-  <groupId>io.github.static-consumer</groupId>
-  <artifactId>spark-kafka-connector</artifactId>
-  <version>1</version>
-  <packaging>pom</packaging>
-  <dependencies>
-    <dependency>
-      <groupId>org.apache.spark</groupId>
-      <artifactId>spark-sql-kafka-0-10_{scala}</artifactId>
-      <version>{version}</version>
-    </dependency>
-  </dependencies>
-</project>
-"""
-
-
-class ConnectorError(RuntimeError):
-    """The Kafka connector could not be resolved (no Maven, no network, no matching version)."""
 
 
 @dataclass(frozen=True)
@@ -87,14 +65,6 @@ def candidate_versions(spark_version: str) -> list[str]:
     return out
 
 
-def cache_root() -> Path:
-    """``$STATIC_CONSUMER_CACHE_DIR`` or ``~/.cache/static-consumer`` (shared with the broker harness)."""
-    configured = os.environ.get("STATIC_CONSUMER_CACHE_DIR")
-    if configured:
-        return Path(configured)
-    return Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "static-consumer"
-
-
 def resolve_kafka_connector(spark_version: str | None = None) -> KafkaConnector:
     """The spark-sql-kafka-0-10 jars for the installed (or given) Spark version; see the module doc."""
     installed, scala = installed_spark()
@@ -127,60 +97,9 @@ def resolve_kafka_connector(spark_version: str | None = None) -> KafkaConnector:
 
 
 def _resolve(version: str, scala: str) -> tuple[tuple[str, ...], bool]:
-    base = cache_root() / f"spark-sql-kafka-0-10_{scala}-{version}"
-    target, marker = base / "jars", base / ".complete"
-    if not marker.exists():
-        base.mkdir(parents=True, exist_ok=True)
-        with open(base / ".lock", "w") as lock:
-            fcntl.flock(lock, fcntl.LOCK_EX)  # parallel test processes resolve once
-            if not marker.exists():
-                _run_maven(version, scala, base, target)
-                marker.write_text(version + "\n")
-                return _jars(target), False
-    return _jars(target), True
-
-
-def _jars(target: Path) -> tuple[str, ...]:
-    return tuple(sorted(str(p) for p in target.glob("*.jar")))
-
-
-def _run_maven(version: str, scala: str, base: Path, target: Path) -> None:
-    mvn = shutil.which("mvn")
-    if mvn is None:
-        raise ConnectorError("Maven (mvn) is not on PATH: it is needed to fetch the connector jars")
-    (base / "pom.xml").write_text(_POM.format(scala=scala, version=version))
-    if target.exists():
-        shutil.rmtree(target)
     # Spark already ships everything else the connector depends on (Scala, Hadoop client, compression).
-    keep = [
-        f"spark-sql-kafka-0-10_{scala}",
-        f"spark-token-provider-kafka-0-10_{scala}",
-        "kafka-clients",
-        "commons-pool2",
-    ]
-    cmd = [
-        mvn,
-        "-B",
-        "-q",
-        "-f",
-        str(base / "pom.xml"),
-        "dependency:copy-dependencies",
-        f"-DoutputDirectory={target}",
-        "-DincludeScope=runtime",
-        f"-DincludeArtifactIds={','.join(keep)}",
-    ]
-    try:
-        done = subprocess.run(cmd, capture_output=True, text=True, timeout=_MAVEN_TIMEOUT_S, check=False)
-    except subprocess.TimeoutExpired as exc:
-        raise ConnectorError(f"Maven did not finish within {_MAVEN_TIMEOUT_S:.0f} s") from exc
-    if done.returncode != 0:
-        output = re.sub(r"\x1b\[[0-9;]*m", "", done.stdout + done.stderr)  # Maven colours its errors
-        errors = [line for line in output.splitlines() if "ERROR" in line]
-        raise ConnectorError(errors[0] if errors else f"mvn exited with {done.returncode}")
-    if not any(target.glob(f"spark-sql-kafka-0-10_{scala}-{version}.jar")):
-        raise ConnectorError(
-            f"Maven finished but {target} holds no spark-sql-kafka-0-10_{scala}-{version}.jar"
-        )
+    keep = [f"spark-token-provider-kafka-0-10_{scala}", "kafka-clients", "commons-pool2"]
+    return _maven.resolve("org.apache.spark", f"spark-sql-kafka-0-10_{scala}", version, keep)
 
 
 __all__ = [

@@ -8,26 +8,35 @@ a batch once ``fn`` returned, and rebalance callbacks run there too (inside ``co
 are revoked, records of them still being collected are dropped (uncommitted, so their next owner reads
 them), and if the batch in flight holds any of them the callback waits for it and commits it before the
 partitions go. Lost partitions cannot be committed any more: their in-flight records may be read twice.
+
+With a ``checkpoint`` (see :mod:`static_consumer.spark._ledger`) each batch is recorded before ``fn``
+sees it and again once ``fn`` returned, which gives every batch a key that survives restarts and
+replays an unfinished batch with the same records after a crash: exactly-once with a sink that skips a
+key it holds. :meth:`MicroBatchRunner.stop` is bounded by ``shutdown_timeout_s``: a batch still running
+then is abandoned uncommitted (its Spark jobs cancelled) and the consumer closes without leaving.
 """
 
 from __future__ import annotations
 
 import logging
+import os
 import threading
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
 from static_consumer.consumer import StaticConsumer
 from static_consumer.errors import CommitFailedError, RetriableError
-from static_consumer.events import Fenced, Lost, MembershipListener, Revoked
+from static_consumer.events import Dispatcher, Fenced, Lost, MembershipListener, Revoked
 from static_consumer.retry import RetryPolicy
 from static_consumer.settings import ConsumerSettings
 from static_consumer.spark._batch import BatchLimits, BatchSizer, PendingBatch, commit_offsets
 from static_consumer.spark._handoff import FrameMaker, Handoff, SessionLike
+from static_consumer.spark._ledger import BatchKey, Ledger, Plan
+from static_consumer.spark._progress import LagProbe, progress
 from static_consumer.spark._schema import batches_to_table
-from static_consumer.spark._work import BatchInfo, FailurePolicy, InFlight
+from static_consumer.spark._work import Attempts, BatchInfo, FailurePolicy, InFlight
 from static_consumer.types import TopicPartition
 
 if TYPE_CHECKING:
@@ -64,6 +73,7 @@ class _Guard(MembershipListener):
 
     def on_lost(self, event: Lost) -> None:
         self._runner._drop(event.partitions, "lost")
+        self._runner._forget(event.partitions)
 
     def on_fenced(self, event: Fenced) -> None:
         self._runner._drop(None, "fenced")
@@ -73,10 +83,13 @@ class MicroBatchRunner:
     """Runs ``fn(df, info)`` on micro-batches from a :class:`StaticConsumer` built from ``settings``.
 
     ``spark`` is a SparkSession (see :func:`static_consumer.spark.spark_session`); ``handoff`` says how
-    batches reach it (see :mod:`static_consumer.spark._handoff`: ``auto`` writes a local session's
-    batches to short-lived Parquet files, else uses ``createDataFrame``). ``listeners`` go to the
-    consumer; ``consumer_factory``, ``sleep`` and ``clock`` are seams for tests. Up to two batches are
-    in memory at once: one being processed and one being collected.
+    batches reach it (see :mod:`static_consumer.spark._handoff`; ``handoff_dir`` is a directory every
+    executor reads, needed for Parquet files with a cluster or Spark Connect). ``checkpoint`` is a
+    directory on durable storage (one per group and instance id below it) that makes ``info.key``
+    restart-stable and replays an unfinished batch after a crash; ``listeners`` go to the consumer
+    and also get a :class:`~static_consumer.events.BatchProgress` per batch, with the lag looked up at
+    most every ``lag_interval_s`` (None: never). ``consumer_factory``, ``sleep`` and ``clock`` are seams
+    for tests. Up to two batches are in memory at once: one being processed and one being collected.
     """
 
     def __init__(
@@ -87,25 +100,39 @@ class MicroBatchRunner:
         spark: SessionLike,
         limits: BatchLimits | None = None,
         handoff: Handoff = "auto",
+        handoff_dir: str | None = None,
+        checkpoint: str | os.PathLike[str] | None = None,
         failure: FailurePolicy | None = None,
         listeners: Sequence[MembershipListener] = (),
+        lag_interval_s: float | None = 10.0,
         consumer_factory: ConsumerFactory | None = None,
         sleep: Callable[[float], object] | None = None,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
-        self._fn = fn
-        self._frames = FrameMaker(spark, handoff)
+        self._settings = settings
+        self._frames = FrameMaker(spark, handoff, handoff_dir)
         self._limits = limits or BatchLimits()
-        self._failure = failure or FailurePolicy()
         self._budget_s = settings.max_poll_interval_ms / 1000.0
         self._shutdown_s = settings.shutdown_timeout_s
         self._sizer = BatchSizer(self._limits, self._budget_s)
         self._stopped = threading.Event()
+        self._stop_at: float | None = None
         self._sleep = sleep or self._stopped.wait
         self._clock = clock
+        self._attempts = Attempts(
+            fn, spark, failure or FailurePolicy(), self._budget_s, self._stopping, self._sleep, clock
+        )
         self._pending = PendingBatch()
         self._inflight: InFlight | None = None
         self._next_id = 0
+        self._checkpoint = checkpoint
+        self._ledger: Ledger | None = None
+        # A batch to replay waits this long for the rest of its records (e.g. compacted away meanwhile).
+        self._patience_s = max(30.0, 10 * self._limits.max_wait_s)
+        self._events = Dispatcher(listeners)
+        self._lag = LagProbe(settings, lag_interval_s, clock)
+        self._last_launch: float | None = None
+        self._since_previous: float | None = None
         factory = consumer_factory or _static_consumer
         self._consumer = factory(settings, [_Guard(self), *listeners])
 
@@ -120,25 +147,42 @@ class MicroBatchRunner:
 
     def stop(self) -> None:
         """Finish and commit the batch in flight, then return from :meth:`run`; records collected for the
-        next batch are left uncommitted (read again after a restart). Signal-safe (no I/O)."""
+        next batch are left uncommitted (read again after a restart). Bounded by ``shutdown_timeout_s``
+        from this call: a batch still running then is abandoned uncommitted and its Spark jobs are
+        cancelled, and the consumer closes without leaving the group. Signal-safe (no I/O)."""
+        if self._stop_at is None:
+            self._stop_at = self._clock()
         self._stopped.set()
         self._consumer.stop()
 
     def _stopping(self) -> bool:
         return self._stopped.is_set() or self._consumer.stopping
 
+    def _deadline(self, reserve_for_close: bool = True) -> float | None:
+        """When the stop budget runs out (None before stop()); with ``reserve_for_close`` a part of it
+        is kept for closing the consumer."""
+        if self._stop_at is None:
+            return None
+        reserve = min(2.0, self._shutdown_s / 4) if reserve_for_close else 0.0
+        return self._stop_at + self._shutdown_s - reserve
+
     def run(self, *, max_batches: int | None = None, idle_timeout_s: float | None = None) -> RunSummary:
         """Start the consumer and process batches until :meth:`stop`, ``max_batches`` batches, or no
         record for ``idle_timeout_s``; then close the consumer (a static member stays in the group).
 
-        Exceptions from ``fn`` (after the failure policy gave up) and consumer errors such as
-        FencedInstanceError propagate, after the consumer was closed without committing the batch.
+        Exceptions from ``fn`` (after the failure policy gave up), consumer errors such as
+        FencedInstanceError, and :class:`~static_consumer.spark.SparkSessionStoppedError` when the
+        Spark session died propagate, after the consumer was closed without committing the batch.
         """
         started = self._clock()
         batches = records = 0
         finished = False
         self._consumer.start()
+        self._lag.prepare()
         try:
+            if self._checkpoint is not None:
+                group, instance = self._settings.group_id, self._consumer.instance_id
+                self._ledger = Ledger(self._checkpoint, group, instance, clock=self._clock)
             idle_since = self._clock()
             while not self._stopping() and (max_batches is None or batches < max_batches):
                 collect_started = self._clock()
@@ -146,7 +190,8 @@ class MicroBatchRunner:
                 collect_s = self._clock() - collect_started
                 if self._stopping():
                     break  # the partial batch was never processed: leave it uncommitted
-                if not self._pending:
+                batch = self._next_batch()
+                if batch is None:
                     self._settle(wait=False)
                     if idle_timeout_s is not None and self._clock() - idle_since >= idle_timeout_s:
                         break
@@ -154,7 +199,7 @@ class MicroBatchRunner:
                 self._settle(wait=True)
                 if self._stopping():
                     break
-                records += self._launch(collect_s)
+                records += self._launch(*batch, collect_s)
                 batches += 1
                 idle_since = self._clock()
             self._settle(wait=True)
@@ -164,30 +209,68 @@ class MicroBatchRunner:
             if not finished:
                 self._abandon()
             try:
-                self._consumer.close()
+                self._close()
             finally:
                 self._frames.close()
+                self._lag.close()
+                if self._ledger is not None:
+                    self._ledger.close()
         return RunSummary(batches, records, self._clock() - started)
+
+    def _close(self) -> None:
+        deadline = self._deadline(reserve_for_close=False)
+        if deadline is None:
+            self._consumer.close()
+        else:  # what is left of the stop budget, and a moment to tell the broker nothing at all
+            self._consumer.close(timeout_s=max(0.5, deadline - self._clock()))
 
     # -- collecting (runner thread) -------------------------------------------------------------------
 
     def _collect(self, started: float) -> None:
         """Fill the pending batch until a limit is reached, the wait is over, or a stop is requested;
-        meanwhile commit the batch in flight as soon as it is done."""
-        limits, deadline = self._limits, started + self._limits.max_wait_s
-        while not self._pending.full(self._sizer.max_records, limits.max_bytes) and not self._stopping():
+        meanwhile commit the batch in flight as soon as it is done. While a batch is being replayed,
+        collect until it is complete (newer records wait in the pending batch)."""
+        limits, deadline, ledger = self._limits, started + self._limits.max_wait_s, self._ledger
+        while not self._stopping():
+            replaying = ledger is not None and ledger.replaying
+            if replaying and self._replay_due():
+                break
+            if not replaying and self._pending.full(self._sizer.max_records, limits.max_bytes):
+                break
             remaining = deadline - self._clock()
             if remaining <= 0:
                 break
-            wanted = min(limits.poll_records, self._sizer.max_records - len(self._pending))
+            room = max(1, self._sizer.max_records - len(self._pending))
+            wanted = limits.poll_records if replaying else min(limits.poll_records, room)
             got = self._consumer.consume_batch(wanted, timeout=min(remaining, 1.0))
+            if ledger is not None:
+                got = ledger.admit(got)
             # Revocations served inside consume() already pruned the batch; keep only records of
             # partitions still owned, in case a record of a just-revoked partition came back with them.
             self._pending.add(got, self._consumer.assignment)
             self._settle(wait=False)
 
+    def _replay_due(self) -> bool:
+        assert self._ledger is not None
+        return self._ledger.replay_due(self._consumer.assignment, self._patience_s)
+
+    def _next_batch(self) -> tuple[PendingBatch, tuple[BatchKey, Plan] | None] | None:
+        """The batch to hand over next: the one being replayed once it is complete (before anything
+        newer), else the pending batch; None when there is nothing to hand over yet."""
+        ledger = self._ledger
+        if ledger is not None and ledger.replaying:
+            if not self._replay_due():
+                return None
+            taken = ledger.take_replay()
+            return None if taken is None else (taken[0], (taken[1], taken[2]))
+        if not self._pending:
+            return None
+        batch, self._pending = self._pending, PendingBatch()
+        return batch, None
+
     def _revoked(self, partitions: Sequence[TopicPartition]) -> None:
         self._drop(partitions, "revoked")
+        self._forget(partitions)
         flight = self._inflight
         if flight is not None and not flight.partitions.isdisjoint(partitions):
             # Eager rebalance: once this callback returns the partitions may go to another member, so
@@ -206,17 +289,33 @@ class MicroBatchRunner:
         if dropped:
             log.info("dropped %d uncommitted records of %s partitions from the next batch", dropped, why)
 
+    def _forget(self, partitions: Sequence[TopicPartition]) -> None:
+        if self._ledger is not None:
+            self._ledger.forget(partitions)
+
     # -- processing (worker thread) -------------------------------------------------------------------
 
-    def _launch(self, collect_s: float) -> int:
-        batch, self._pending = self._pending, PendingBatch()
+    def _launch(self, batch: PendingBatch, replay: tuple[BatchKey, Plan] | None, collect_s: float) -> int:
+        ranges = batch.offsets()
+        key: BatchKey | None = None
+        plan: Plan | None = None
+        if replay is not None:
+            key, plan = replay
+        elif self._ledger is not None:
+            key, plan = self._ledger.plan(ranges)
+        if self._ledger is not None and self._ledger.skipped:
+            log.info(
+                "skipped %d records the sink already holds (read again after a restart)", self._ledger.skipped
+            )
+            self._ledger.skipped = 0
         info = BatchInfo(
             batch_id=self._next_id,
             records=len(batch),
             bytes=batch.bytes,
-            offsets=batch.offsets(),
+            offsets=ranges,
             instance_id=self._consumer.instance_id,
             collect_s=collect_s,
+            key=key,
         )
         self._next_id += 1
         # Built here rather than on the worker: it holds the GIL either way, and this leaves the worker
@@ -225,90 +324,120 @@ class MicroBatchRunner:
 
         def work() -> None:
             begun = self._clock()
-            df, cleanup = self._frames(table)
             try:
-                self._call(df, info, begun)
+                df, cleanup = self._frames(table)
+            except Exception as exc:
+                dead = self._attempts.stopped(info, exc)
+                if dead is not None:
+                    raise dead from exc
+                raise
+            try:
+                self._attempts(df, info, begun)
             finally:
                 cleanup()
 
-        self._inflight = InFlight(info, work, self._clock).start()
+        now = self._clock()
+        self._inflight = InFlight(info, work, self._clock, plan=plan).start()
+        self._since_previous = None if self._last_launch is None else now - self._last_launch
+        self._last_launch = now
         return len(batch)
-
-    def _call(self, df: DataFrame, info: BatchInfo, begun: float) -> None:
-        attempt = 1
-        while True:
-            try:
-                self._fn(df, replace(info, attempt=attempt))
-                return
-            except Exception as exc:
-                wait = self._failure.wait_s(attempt)
-                why = self._give_up(attempt, self._clock() - begun + wait)
-                if why is not None:
-                    exc.add_note(
-                        f"static_consumer.spark: batch {info.batch_id} ({info.records} records) failed on "
-                        f"attempt {attempt}{why}; nothing of it was committed"
-                    )
-                    raise
-                log.warning(
-                    "batch %d failed (attempt %d): %r; retrying in %.1fs", info.batch_id, attempt, exc, wait
-                )
-                self._sleep(wait)
-                attempt += 1
-
-    def _give_up(self, attempt: int, elapsed_after_wait: float) -> str | None:
-        """Why no retry follows failed attempt ``attempt`` ("" when retries are used up), or None."""
-        if attempt > self._failure.retries:
-            return ""
-        if elapsed_after_wait > self._budget_s:
-            return " (another attempt would start past max_poll_interval_ms)"
-        if self._stopping():
-            return " (stopping)"
-        return None
 
     # -- committing (runner thread) -------------------------------------------------------------------
 
     def _settle(self, *, wait: bool) -> None:
-        """Commit the batch in flight once it is done (waiting for it if ``wait``); re-raise its error."""
+        """Commit the batch in flight once it is done (waiting for it if ``wait``, within the stop
+        budget once stopping); re-raise its error."""
         flight = self._inflight
         if flight is None or not (wait or flight.done):
             return
         waited = 0.0
-        while not flight.wait(self._sizer.slow_s):  # ends when fn returns: user code, not ours to cut
-            waited += self._sizer.slow_s
-            log.warning(
-                "batch %d is still running after %.0fs without polling; past max_poll_interval_ms (%.0fs) "
-                "the member leaves the group",
-                flight.info.batch_id,
-                waited,
-                self._budget_s,
-            )
+        while not flight.wait(min(0.5, self._sizer.slow_s)):  # fn is user code: wait, or give up on it
+            deadline = self._deadline()
+            if deadline is not None and self._clock() >= deadline:
+                self._inflight = None
+                self._give_up(flight, f"stop() was called {self._shutdown_s:.0f} s ago (shutdown_timeout_s)")
+                return
+            waited += min(0.5, self._sizer.slow_s)
+            if deadline is None and waited % self._sizer.slow_s < 0.5:
+                log.warning(
+                    "batch %d is still running after %.0fs without polling; past max_poll_interval_ms "
+                    "(%.0fs) the member leaves the group",
+                    flight.info.batch_id,
+                    waited,
+                    self._budget_s,
+                )
         self._inflight = None
         if flight.error is not None:
             raise flight.error
-        self._commit(commit_offsets(flight.info.offsets, self._consumer.assignment), flight.info)
+        begun = self._clock()
+        if self._ledger is not None and flight.plan is not None:
+            self._ledger.done(flight.plan)
+        committed = self._commit(commit_offsets(flight.info.offsets, self._consumer.assignment), flight.info)
+        self._report(flight, self._clock() - begun, committed)
         warning = self._sizer.observe(flight.info.records, flight.seconds)
         if warning:
             log.warning("batch %d: %s", flight.info.batch_id, warning)
 
-    def _commit(self, offsets: dict[TopicPartition, int], info: BatchInfo) -> None:
+    def _commit(self, offsets: dict[TopicPartition, int], info: BatchInfo) -> bool:
         if not offsets:
-            return
-        policy = RetryPolicy(deadline_s=min(10.0, self._budget_s / 2), max_attempts=3)
+            return True
+        deadline_s = min(10.0, self._budget_s / 2)
+        stop_deadline = self._deadline()
+        if stop_deadline is not None:
+            deadline_s = max(0.1, min(deadline_s, stop_deadline - self._clock()))
+        policy = RetryPolicy(deadline_s=deadline_s, max_attempts=3)
         try:
             policy.call(lambda: self._consumer.commit(offsets), sleep=self._sleep, what="commit")
         except (CommitFailedError, RetriableError) as exc:
-            # At-least-once: the batch was processed but its records will be delivered again.
+            # At-least-once: the batch was processed but its records will be delivered again (with a
+            # checkpoint they are recognised then and skipped).
             log.warning("batch %d was processed but not committed: %s", info.batch_id, exc)
+            return False
+        return True
+
+    def _report(self, flight: InFlight, commit_s: float, committed: bool) -> None:
+        info = flight.info
+        positions = {tp: r.next_offset for tp, r in info.offsets.items()}
+        fields: dict[str, Any] = {
+            "group_id": self._settings.group_id,
+            "instance_id": self._consumer.instance_id,
+            "member_id": self._consumer.member_id,
+            "generation": self._consumer.generation,
+        }
+        event = progress(
+            fields,
+            batch_id=info.batch_id,
+            records=info.records,
+            size=info.bytes,
+            collect_s=info.collect_s,
+            process_s=flight.seconds,
+            commit_s=commit_s,
+            since_previous_s=self._since_previous,
+            lag=self._lag.lag(positions),
+            committed=committed,
+            version=info.key.version if info.key is not None else None,
+        )
+        self._events.emit(event)
+        self._events.raise_pending()
+
+    def _give_up(self, flight: InFlight, why: str) -> None:
+        """Abandon the batch in flight: never commit it, and cancel the Spark jobs it started."""
+        log.error(
+            "batch %d still running: %s; abandoning it uncommitted (read again after a restart)",
+            flight.info.batch_id,
+            why,
+        )
+        self._attempts.cancel(flight.info)
 
     def _abandon(self) -> None:
         """The run is ending with an error: let the batch in flight finish (bounded), never commit it."""
         flight, self._inflight = self._inflight, None
         if flight is None:
             return
-        if not flight.wait(self._shutdown_s):
-            log.error(
-                "batch %d still running after %.0fs; abandoning it", flight.info.batch_id, self._shutdown_s
-            )
+        deadline = self._deadline()
+        budget = self._shutdown_s if deadline is None else max(0.0, deadline - self._clock())
+        if not flight.wait(budget):
+            self._give_up(flight, f"the run is ending with an error and {budget:.0f} s passed")
         else:
             log.warning(
                 "batch %d finished but is not committed: the run ended with an error", flight.info.batch_id

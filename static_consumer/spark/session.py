@@ -2,8 +2,10 @@
 
 Defaults that matter for micro-batches: local Spark's driver memory (the JVM default of 1 GB runs out
 on batches of a million rows) is sized from the memory this process may use, logs are quiet (Spark's
-INFO/WARN start-up chatter and console progress bars bury the application's own log), and the local
-driver binds to 127.0.0.1 unless told otherwise.
+INFO/WARN start-up chatter and console progress bars bury the application's own log), and a local
+driver binds to 127.0.0.1. A driver with a cluster master (``spark://``, ``k8s://``, ``yarn``) must be
+reachable by executors on other hosts, so it keeps Spark's own address choice (``SPARK_LOCAL_IP``, the
+host name) unless ``driver_host``/``bind_address`` or ``conf`` say otherwise.
 """
 
 from __future__ import annotations
@@ -60,14 +62,27 @@ def log4j2_config() -> Path:
     return Path(str(resources.files("static_consumer.spark").joinpath("log4j2.properties")))
 
 
+def is_local_master(master: str) -> bool:
+    """True for ``local``, ``local[4]``, ``local[*]``, ``local-cluster[...]``: executors on this host."""
+    return master == "local" or master.startswith(("local[", "local-cluster["))
+
+
 def local_conf(
     *,
     driver_memory: str | None = None,
     jars: Sequence[str] = (),
     quiet: bool = True,
-    bind_localhost: bool = True,
+    master: str = "local[*]",
+    driver_host: str | None = None,
+    bind_address: str | None = None,
 ) -> dict[str, str]:
-    """Spark conf for an embedded local session (what :func:`spark_session` sets unless overridden)."""
+    """Spark conf for a session this process drives (what :func:`spark_session` sets unless overridden).
+
+    The driver's address: ``driver_host`` is what executors connect back to (``spark.driver.host``),
+    ``bind_address`` the interface it listens on (``spark.driver.bindAddress``, default all interfaces
+    once ``driver_host`` is given, so a pod can advertise its IP or service name). Without either, a
+    local master binds to 127.0.0.1 and a cluster master keeps Spark's defaults.
+    """
     conf = {
         "spark.driver.memory": driver_memory or default_driver_memory(available_memory_bytes()),
         "spark.ui.enabled": "false",
@@ -79,7 +94,13 @@ def local_conf(
         # 100,000-record batch went from 0.5-0.6 s to 0.17-0.3 s (createDataFrame plus a noop write).
         "spark.sql.execution.arrow.localRelationThreshold": "0",
     }
-    if bind_localhost:
+    if driver_host is not None:
+        conf["spark.driver.host"] = driver_host
+        conf["spark.driver.bindAddress"] = bind_address or "0.0.0.0"
+    elif bind_address is not None:
+        conf["spark.driver.bindAddress"] = bind_address
+    elif is_local_master(master):
+        # Nothing outside this host needs the driver; never listen on the pod's network.
         conf["spark.driver.host"] = "127.0.0.1"
         conf["spark.driver.bindAddress"] = "127.0.0.1"
     if quiet:
@@ -99,12 +120,19 @@ def spark_session(
     jars: Sequence[str] = (),
     conf: Mapping[str, str] | None = None,
     quiet: bool = True,
+    driver_host: str | None = None,
+    bind_address: str | None = None,
+    delta: bool = False,
 ) -> SparkSession:
-    """A SparkSession: embedded local Spark (``master``, default ``local[*]``), or the Spark Connect
-    server at ``remote`` (e.g. ``"sc://spark-connect:15002"``; needs ``static-consumer[spark-connect]``).
+    """A SparkSession: a driver in this process (``master``, default ``local[*]``; or a cluster master
+    such as ``spark://master:7077``), or the Spark Connect server at ``remote`` (e.g.
+    ``"sc://spark-connect:15002"``; needs ``static-consumer[spark-connect]``).
 
-    ``conf`` wins over the defaults. Driver memory, JVM options and jars only take effect when this
-    call starts the JVM; if a local session already exists it is returned with a warning.
+    ``driver_host``/``bind_address``: see :func:`local_conf`. ``delta=True`` adds Delta Lake's jars
+    (resolved from Maven Central, see :func:`~static_consumer.spark.resolve_delta`) and its SQL
+    extension and catalog; a Spark Connect server needs them at its own start instead. ``conf`` wins
+    over the defaults. Driver memory, JVM options and jars only take effect when this call starts the
+    JVM; if a session already exists it is returned with a warning.
     """
     from pyspark.sql import SparkSession
 
@@ -118,7 +146,21 @@ def spark_session(
                 "a SparkSession is already running: driver memory, jars and log settings stay as they are"
             )
         builder = builder.master(master)
-        settings = {**local_conf(driver_memory=driver_memory, jars=jars, quiet=quiet), **(conf or {})}
+        extra: dict[str, str] = {}
+        if delta:
+            from static_consumer.spark.delta import delta_conf, resolve_delta
+
+            jars = [*jars, *resolve_delta().jars]
+            extra = delta_conf()
+        own = local_conf(
+            driver_memory=driver_memory,
+            jars=jars,
+            quiet=quiet,
+            master=master,
+            driver_host=driver_host,
+            bind_address=bind_address,
+        )
+        settings = {**own, **extra, **(conf or {})}
     for key, value in settings.items():
         builder = builder.config(key, value)
     try:
@@ -130,4 +172,11 @@ def spark_session(
     return session
 
 
-__all__ = ["available_memory_bytes", "default_driver_memory", "local_conf", "log4j2_config", "spark_session"]
+__all__ = [
+    "available_memory_bytes",
+    "default_driver_memory",
+    "is_local_master",
+    "local_conf",
+    "log4j2_config",
+    "spark_session",
+]

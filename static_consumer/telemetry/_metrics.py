@@ -10,6 +10,8 @@ INSTANCE_ID = "static_consumer.instance_id"
 PROTOCOL = "static_consumer.protocol"
 JOIN_KIND = "static_consumer.join.kind"
 REASON = "static_consumer.reason"
+PHASE = "static_consumer.spark.phase"
+COMMITTED = "static_consumer.spark.committed"
 VERDICT = "static_consumer.stall.verdict"
 
 
@@ -113,6 +115,36 @@ METRICS: tuple[Metric, ...] = (
         java="join-time-avg/max (roughly)",
     ),
     Metric(
+        "static_consumer.spark.records",
+        "counter",
+        "{record}",
+        "Spark bridge: records handed to fn in processed batches; the backend's rate() of it is the "
+        "processing rate.",
+    ),
+    Metric(
+        "static_consumer.spark.batches",
+        "counter",
+        "{batch}",
+        "Spark bridge: batches processed, by whether their Kafka commit succeeded.",
+        (COMMITTED,),
+    ),
+    Metric(
+        "static_consumer.spark.batch.duration",
+        "histogram",
+        "s",
+        "Spark bridge: per batch, seconds spent collecting it, in fn, and committing it (checkpoint "
+        "and Kafka).",
+        (PHASE,),
+    ),
+    Metric(
+        "static_consumer.spark.lag",
+        "gauge",
+        "{record}",
+        "Spark bridge: records behind the last processed batch in its partitions (end offsets looked up "
+        "at most every lag_interval_s); no value before it is known.",
+        java="records-lag (summed over the batch's partitions)",
+    ),
+    Metric(
         "static_consumer.stalls",
         "counter",
         "{stall}",
@@ -145,10 +177,12 @@ def metric_reference() -> str:
 
 
 __all__ = [
+    "COMMITTED",
     "GROUP",
     "INSTANCE_ID",
     "JOIN_KIND",
     "METRICS",
+    "PHASE",
     "PROTOCOL",
     "REASON",
     "VERDICT",

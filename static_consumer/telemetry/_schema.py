@@ -29,7 +29,8 @@ FIELDS: tuple[Field, ...] = (
         "event",
         "string",
         "STRING",
-        "`joining`, `assigned`, `revoked`, `lost`, `fenced`, `fatal`, `closed` or `stalled`.",
+        "`joining`, `assigned`, `revoked`, `lost`, `fenced`, `fatal`, `closed`, `stalled`, or `batch` (a "
+        "Spark bridge micro-batch was processed).",
     ),
     Field("group", "string", "STRING", "Consumer group id."),
     Field("instance_id", "string or null", "STRING", "`group.instance.id`; null for a dynamic member."),
@@ -93,6 +94,35 @@ FIELDS: tuple[Field, ...] = (
         "bool or null",
         "BOOLEAN",
         "`closed` only: whether the member left the group (false for a normal static close).",
+    ),
+    Field("batch_id", "int", "INT", "`batch` only: the runner's batch number (from 0 per run)."),
+    Field("records", "int", "BIGINT", "`batch` only: records handed to fn."),
+    Field("bytes", "int", "BIGINT", "`batch` only: payload bytes (keys, values, headers) of the batch."),
+    Field("collect_s", "float", "DOUBLE", "`batch` only: seconds spent collecting the batch."),
+    Field("process_s", "float", "DOUBLE", "`batch` only: seconds fn took (retries included)."),
+    Field(
+        "commit_s", "float", "DOUBLE", "`batch` only: seconds for the checkpoint write and the Kafka commit."
+    ),
+    Field(
+        "input_rows_per_s",
+        "float",
+        "DOUBLE",
+        "`batch` only: arrival rate, records over the time since the previous batch was handed to fn.",
+    ),
+    Field("processing_rows_per_s", "float", "DOUBLE", "`batch` only: records / process_s."),
+    Field(
+        "lag",
+        "int or null",
+        "BIGINT",
+        "`batch` only: records behind the batch in its partitions (end offsets looked up at most every "
+        "`lag_interval_s`); null while unknown.",
+    ),
+    Field("committed", "bool", "BOOLEAN", "`batch` only: whether the Kafka commit of the batch succeeded."),
+    Field(
+        "version",
+        "int or null",
+        "BIGINT",
+        "`batch` only: the batch key's version (restart-stable, with a checkpoint); else null.",
     ),
     Field(
         "gap_s",

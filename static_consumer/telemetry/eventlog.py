@@ -19,6 +19,7 @@ from typing import Any, TextIO
 
 from static_consumer.events import (
     Assigned,
+    BatchProgress,
     Closed,
     FatalError,
     Fenced,
@@ -41,8 +42,22 @@ _NAMES: dict[type[MembershipEvent], str] = {
     Fenced: "fenced",
     FatalError: "fatal",
     Closed: "closed",
+    BatchProgress: "batch",
     Stalled: "stalled",
 }
+_BATCH_FIELDS = (
+    "batch_id",
+    "records",
+    "bytes",
+    "collect_s",
+    "process_s",
+    "commit_s",
+    "input_rows_per_s",
+    "processing_rows_per_s",
+    "lag",
+    "committed",
+    "version",
+)
 
 
 class EventLog(MembershipListener):
@@ -100,6 +115,9 @@ class EventLog(MembershipListener):
     def on_closed(self, event: Closed) -> None:
         self._write(event)
 
+    def on_batch(self, event: BatchProgress) -> None:
+        self._write(event)
+
     def on_stalled(self, event: Stalled) -> None:
         self._write(event)
 
@@ -138,6 +156,10 @@ def record(event: MembershipEvent, tracker: MembershipTracker) -> dict[str, Any]
         line["error"] = event.error
     elif isinstance(event, Closed):
         line["left_group"] = event.left_group
+    elif isinstance(event, BatchProgress):
+        for name in _BATCH_FIELDS:
+            value = getattr(event, name)
+            line[name] = round(value, 6) if isinstance(value, float) else value
     elif isinstance(event, Stalled):
         line.update(
             gap_s=round(event.gap_s, 6),

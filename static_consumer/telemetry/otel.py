@@ -17,6 +17,7 @@ from opentelemetry.trace import Status, StatusCode
 from static_consumer import __version__
 from static_consumer.events import (
     Assigned,
+    BatchProgress,
     Closed,
     FatalError,
     Fenced,
@@ -28,10 +29,12 @@ from static_consumer.events import (
     Stalled,
 )
 from static_consumer.telemetry._metrics import (
+    COMMITTED,
     GROUP,
     INSTANCE_ID,
     JOIN_KIND,
     METRICS,
+    PHASE,
     PROTOCOL,
     REASON,
     VERDICT,
@@ -101,6 +104,13 @@ class OtelListener(MembershipListener):
         self._assigned = meter.create_up_down_counter(spec.name, spec.unit, spec.description)
         spec = by_name["static_consumer.rebalance.time_since_last"]
         meter.create_observable_gauge(spec.name, [self._since_last], spec.unit, spec.description)
+        self._records = counter("static_consumer.spark.records")
+        self._batches = counter("static_consumer.spark.batches")
+        self._batch_duration = histogram("static_consumer.spark.batch.duration", _SECONDS)
+        self._lag: int | None = None
+        self._lag_attrs: Attributes = {}
+        spec = by_name["static_consumer.spark.lag"]
+        meter.create_observable_gauge(spec.name, [self._last_lag], spec.unit, spec.description)
 
     # -- MembershipListener --------------------------------------------------------------------------
 
@@ -126,6 +136,29 @@ class OtelListener(MembershipListener):
 
     def on_closed(self, event: Closed) -> None:
         self._handle(event)
+
+    def on_batch(self, event: BatchProgress) -> None:
+        """A Spark bridge batch: rows, durations by phase, the lag, and a span over its processing."""
+        attrs = self._metric_attributes(event)
+        self._records.add(event.records, attrs)
+        self._batches.add(1, {**attrs, COMMITTED: str(event.committed).lower()})
+        for phase, seconds in (
+            ("collect", event.collect_s),
+            ("process", event.process_s),
+            ("commit", event.commit_s),
+        ):
+            self._batch_duration.record(seconds, {**attrs, PHASE: phase})
+        if event.lag is not None:
+            self._lag, self._lag_attrs = event.lag, attrs
+        extra: Attributes = {
+            "static_consumer.spark.batch_id": event.batch_id,
+            "static_consumer.spark.records": event.records,
+            "static_consumer.spark.committed": str(event.committed).lower(),
+        }
+        if event.version is not None:
+            extra["static_consumer.spark.version"] = event.version
+        end = event.at - event.commit_s
+        self._span("static_consumer.spark.batch", end - event.process_s, end, event, extra)
 
     def on_stalled(self, event: Stalled) -> None:
         self._handle(event)
@@ -216,6 +249,11 @@ class OtelListener(MembershipListener):
         if error is not None:
             span.set_status(Status(StatusCode.ERROR, error))
         span.end(end_time=_ns(end))
+
+    def _last_lag(self, _options: metrics.CallbackOptions) -> Iterable[metrics.Observation]:
+        if self._lag is None:
+            return []
+        return [metrics.Observation(self._lag, self._lag_attrs)]
 
     def _since_last(self, _options: metrics.CallbackOptions) -> Iterable[metrics.Observation]:
         last = self._tracker.last_rebalance_at

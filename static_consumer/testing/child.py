@@ -2,8 +2,9 @@
 
 ``python -m static_consumer.testing.child '<json spec>'``. Spec keys:
 
-- ``mode``: ``"confluent"`` (a plain confluent-kafka consumer, ``config`` is its librdkafka config) or
-  ``"static"`` (a StaticConsumer, ``settings`` are ConsumerSettings fields, ``env`` its environment);
+- ``mode``: ``"confluent"`` (a plain confluent-kafka consumer, ``config`` is its librdkafka config),
+  ``"static"`` (a StaticConsumer, ``settings`` are ConsumerSettings fields, ``env`` its environment)
+  or ``"spark"`` (a Spark bridge pod, see :mod:`static_consumer.testing.child_spark`);
 - ``topics``; ``commit``: commit processed offsets after each batch (default true);
 - ``batch``: records per batch; ``max_records``; ``max_runtime_s`` (default 300: every run ends);
 - ``process_s``: seconds each batch takes to process (a sleep between handing it out and committing);
@@ -150,6 +151,10 @@ def main(argv: list[str]) -> int:
         from static_consumer.testing.child_static import run_static
 
         code = run_static(spec, emit, lambda: _stop)
+    elif mode == "spark":
+        from static_consumer.testing.child_spark import run_spark
+
+        code = run_spark(spec, emit)
     else:
         emit("error", reason=f"unknown mode {mode!r}")
         code = 2

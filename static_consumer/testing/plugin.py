@@ -15,6 +15,11 @@ Fixtures:
 - ``kafka_sasl_cluster`` (session): a one-node JVM cluster with a SASL_PLAINTEXT listener
   (``sasl_bootstrap_servers``; SCRAM-SHA-256 and PLAIN) next to its PLAINTEXT one; ``cluster.sasl``
   holds the users (``alice``, ``bob``) and their random, distinctive passwords.
+- ``spark_connect_server`` (session): a Spark Connect server on 127.0.0.1 started from PySpark's own
+  launch script, with Spark's Kafka connector and (with delta-spark installed) Delta Lake; ``.url``.
+- ``spark_standalone_cluster`` (session): a standalone Spark master and one worker on 127.0.0.1;
+  ``.master_url``. Both need ``static-consumer[spark]`` and Java; they error (never skip) when they
+  cannot start within ``START_TIMEOUT_S``.
 - ``kafka_secure_cluster`` (session): a one-node JVM cluster with the TLS listeners of
   :mod:`static_consumer.testing.tls` (SSL, MTLS, SASL_SSL with SCRAM-SHA-512 and PLAIN, OAUTH, OTHERHOST)
   next to PLAINTEXT; ``cluster.bootstrap_for("MTLS")``; ``cluster.tls.pki`` holds the throwaway CA and
@@ -36,6 +41,7 @@ if TYPE_CHECKING:  # the harness is imported by the fixtures that use it, never 
     from static_consumer.testing.backends import KafkaCluster
     from static_consumer.testing.jvm import JvmKafkaCluster
     from static_consumer.testing.processes import ConsumerProcess
+    from static_consumer.testing.spark import SparkConnectServer, StandaloneCluster
 
 # Loading this plugin (pytest does it in every session where the package is installed) imports only
 # pytest and the standard library, defines fixtures and registers no hook. The hooks that attach broker
@@ -208,6 +214,31 @@ def kafka_sasl_cluster(pytestconfig: pytest.Config) -> Iterator[JvmKafkaCluster]
     finally:
         cluster.stop()
         _clusters.remove(cluster)
+
+
+@pytest.fixture(scope="session")
+def spark_connect_server(pytestconfig: pytest.Config) -> Iterator[SparkConnectServer]:
+    from static_consumer.testing.spark import SparkConnectServer, server_jars
+
+    jars, conf = server_jars()
+    with SparkConnectServer(jars=jars, conf=conf) as server:
+        _announce(
+            pytestconfig, f"Spark Connect server at {server.url}: start-up {server.start_seconds:.1f} s"
+        )
+        yield server
+
+
+@pytest.fixture(scope="session")
+def spark_standalone_cluster(pytestconfig: pytest.Config) -> Iterator[StandaloneCluster]:
+    from static_consumer.testing.spark import StandaloneCluster
+
+    with StandaloneCluster() as cluster:
+        _announce(
+            pytestconfig,
+            f"Spark standalone master + worker at {cluster.master_url}: "
+            f"start-up {cluster.start_seconds:.1f} s",
+        )
+        yield cluster
 
 
 @pytest.fixture(scope="session")

@@ -1,0 +1,233 @@
+"""Bridge pods (child processes, static members) on one Spark Connect server and a real broker: a clean
+SIGTERM restart leaves exactly the produced records in a plain Parquet sink, and with a checkpoint the
+exactly-once sinks (Parquet commit protocol, Delta ``txnAppId``/``txnVersion``) hold every record once
+after two ``kill -9`` in the window where a batch is written but neither checkpointed nor committed;
+the replayed batch carries the key it had. A stop() during a stuck batch returns within
+shutdown_timeout_s; a pod whose session dies exits 75 with SparkSessionStoppedError; batch progress
+reaches the JSONL event log.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pyarrow.dataset as ds
+import pyarrow.parquet as pq
+import pytest
+from test_spark import settings
+
+from static_consumer.spark import KAFKA_SCHEMA
+from static_consumer.telemetry import read_event_log
+from static_consumer.testing import ConsumerProcess, committed_offsets, describe_group, produce
+from static_consumer.testing.processes import wait_until
+
+Pods = Callable[..., ConsumerProcess]
+PARTITIONS = 3
+
+
+@dataclass
+class Stream:
+    """A topic with records, a group, and bridge pods on the Spark Connect server reading it."""
+
+    remote: str
+    bootstrap: str
+    topic: str
+    group: str
+    start: Pods
+    tmp: Path
+
+    def spec(self, **extra: Any) -> dict[str, Any]:
+        return pod_spec(self.remote, self.bootstrap, self.group, self.topic, **extra)
+
+    def committed(self) -> set[tuple[int, int]]:
+        return produced(committed_offsets(self.bootstrap, self.group, self.topic, PARTITIONS))
+
+    def wait_committed(self, count: int, timeout_s: float = 300) -> None:
+        wait_until(lambda: len(self.committed()) >= count, timeout_s, f"{count} offsets committed")
+
+
+@pytest.fixture
+def stream(
+    spark_connect_server: Any,
+    kafka_bootstrap_servers: str,
+    kafka_topic_factory: Callable[..., str],
+    kafka_group_id_factory: Callable[..., str],
+    kafka_consumer_process_factory: Pods,
+    tmp_path: Path,
+) -> Stream:
+    return Stream(
+        spark_connect_server.url,
+        kafka_bootstrap_servers,
+        kafka_topic_factory(PARTITIONS),
+        kafka_group_id_factory(),
+        kafka_consumer_process_factory,
+        tmp_path,
+    )
+
+
+def pod_spec(remote: str, bootstrap: str, group: str, topic: str, **extra: Any) -> dict[str, Any]:
+    # A first Delta write (creating the table) took 40 s on the shared 2-core machine: well within
+    # the poll interval here, so that a slow machine does not turn into a member leaving the group.
+    consumer = settings(bootstrap, group, topic).model_copy(update={"max_poll_interval_ms": 180_000})
+    return {
+        "mode": "spark",
+        "remote": remote,
+        "settings": consumer.model_dump(mode="json", exclude_defaults=True),
+        "max_records": 400,
+        "max_wait_s": 0.5,
+        "max_runtime_s": 240,
+        **extra,
+    }
+
+
+def batch_records(pod: ConsumerProcess) -> int:
+    return sum(e["records"] for e in pod.events("batch"))
+
+
+def produced(counts: dict[int, int]) -> set[tuple[int, int]]:
+    return {(p, o) for p, n in counts.items() for o in range(n)}
+
+
+def parquet_positions(path: Path) -> Counter[tuple[int, int]]:
+    """(partition, offset) of every row of a Parquet directory, with how often it is there."""
+    table = ds.dataset(str(path), format="parquet").to_table(columns=["partition", "offset"])
+    return Counter(
+        zip(table.column("partition").to_pylist(), table.column("offset").to_pylist(), strict=True)
+    )
+
+
+def delta_positions(path: Path) -> Counter[tuple[int, int]]:
+    """The same for a Delta table, from the data files its log adds (the tests only append)."""
+    files: set[str] = set()
+    for commit in sorted((path / "_delta_log").glob("*.json")):
+        for line in commit.read_text().splitlines():
+            action = json.loads(line)
+            if "add" in action:
+                files.add(action["add"]["path"])
+            elif "remove" in action:
+                files.discard(action["remove"]["path"])
+    found: Counter[tuple[int, int]] = Counter()
+    for name in files:
+        table = pq.read_table(path / name, columns=["partition", "offset"])
+        found.update(
+            zip(table.column("partition").to_pylist(), table.column("offset").to_pylist(), strict=True)
+        )
+    return found
+
+
+def kill_while_holding(pod: ConsumerProcess, timeout_s: float = 180) -> dict[str, Any]:
+    """kill -9 the pod while fn holds a batch it wrote (in the sink, not checkpointed, not committed);
+    returns that batch's event."""
+    holding = pod.wait_for(lambda e: e["kind"] == "holding", timeout_s, "a batch written and held")
+    [held] = [e for e in pod.events("batch") if e["batch_id"] == holding["batch_id"]]
+    pod.kill()
+    return held
+
+
+def first_batch(pod: ConsumerProcess, timeout_s: float = 180) -> dict[str, Any]:
+    return pod.wait_for(lambda e: e["kind"] == "batch", timeout_s, "a batch")
+
+
+def test_a_clean_static_restart_leaves_exactly_the_produced_records(stream: Stream) -> None:
+    spec = stream.spec(sink="append", path=str(stream.tmp / "sink"))
+    produce(stream.bootstrap, stream.topic, 3_000)
+    first = stream.start(spec, name="pod-a")
+    first.wait_for(lambda e: e["kind"] == "batch" and batch_records(first) >= 800, 180, "800 records")
+    assert first.stop(60) == 0  # SIGTERM mid-stream: finish the batch, commit, close without LeaveGroup
+    assert batch_records(first) < 3_000, "the restart should happen while records are still waiting"
+    produce(stream.bootstrap, stream.topic, 1_000, start=3_000)
+    second = stream.start(spec, name="pod-b")
+    wait_until(lambda: batch_records(first) + batch_records(second) >= 4_000, 180, "the remaining records")
+    assert [m.group_instance_id for m in describe_group(stream.bootstrap, stream.group).members] == [
+        "spark-0"
+    ]
+    assert second.stop(60) == 0
+    written = parquet_positions(stream.tmp / "sink")
+    assert max(written.values()) == 1, f"duplicates: {[p for p, n in written.items() if n > 1][:10]}"
+    assert set(written) == stream.committed() and len(written) == 4_000
+
+
+@pytest.mark.parametrize("sink", ["parquet", "delta"])
+def test_exactly_once_after_two_kill_9_mid_batch(sink: str, stream: Stream) -> None:
+    table = stream.tmp / "table"
+    common = {"sink": sink, "path": str(table), "checkpoint": str(stream.tmp / "checkpoint")}
+    produce(stream.bootstrap, stream.topic, 2_400)
+    holding = stream.spec(hold_from_batch=1, hold_s=120, max_records=300, **common)
+
+    # Two pods die with a batch in the sink that neither the checkpoint nor Kafka knows is done.
+    held = kill_while_holding(stream.start(holding, name="pod-a"))
+    second = stream.start(holding, name="pod-b")
+    assert first_batch(second)["version"] == held["version"]  # the replay has the key it had
+    held = kill_while_holding(second)
+
+    # The rest in bigger batches: each Delta commit costs seconds on a loaded machine.
+    last = stream.start(
+        stream.spec(event_log=str(stream.tmp / "log"), max_records=2_000, **common), name="pod-c"
+    )
+    replay = first_batch(last)
+    assert (replay["version"], replay["offsets"]) == (held["version"], held["offsets"])
+    stream.wait_committed(2_400)
+    for start in (2_400, 2_600, 2_800):  # a few batches more, apart: lag is looked up on the side
+        produce(stream.bootstrap, stream.topic, 200, start=start)
+        time.sleep(1.0)
+    stream.wait_committed(3_000)
+    assert last.stop(60) == 0
+
+    written = parquet_positions(table) if sink == "parquet" else delta_positions(table)
+    duplicates = [p for p, n in written.items() if n > 1]
+    missing = stream.committed() - set(written)
+    assert (len(duplicates), len(missing)) == (0, 0), (duplicates[:10], sorted(missing)[:10])
+    assert len(written) == 3_000
+    if sink == "parquet":
+        assert ds.dataset(str(table), format="parquet").schema.names == KAFKA_SCHEMA.names
+    progress = [line for line in read_event_log(stream.tmp / "log") if line["event"] == "batch"]
+    assert progress and all(line["committed"] and line["records"] > 0 for line in progress)
+    assert all(line["processing_rows_per_s"] > 0 and line["version"] for line in progress)
+    assert any(line["lag"] is not None for line in progress)
+
+
+def test_stop_abandons_a_stuck_batch_within_shutdown_timeout_and_the_next_pod_replays_it(
+    stream: Stream,
+) -> None:
+    common = {
+        "sink": "parquet",
+        "path": str(stream.tmp / "table"),
+        "checkpoint": str(stream.tmp / "checkpoint"),
+    }
+    produce(stream.bootstrap, stream.topic, 1_500)
+    spec = stream.spec(hold_from_batch=0, hold_s=120, **common)
+    spec["settings"]["shutdown_timeout_s"] = 3.0
+    stuck = stream.start(spec, name="pod-a")
+    held = stuck.wait_for(lambda e: e["kind"] == "holding", 180, "a stuck batch")
+    begun = time.monotonic()
+    assert stuck.stop(60) == 0
+    took = time.monotonic() - begun
+    print(f"stop() with a hung batch and shutdown_timeout_s=3: the pod exited after {took:.1f} s")
+    assert took < 30, f"stop() took {took:.1f} s with shutdown_timeout_s=3 and a 120 s fn"
+    assert stream.committed() == set()  # abandoned uncommitted
+    [batch] = [e for e in stuck.events("batch") if e["batch_id"] == held["batch_id"]]
+
+    again = stream.start(stream.spec(**common), name="pod-b")
+    assert first_batch(again)["version"] == batch["version"]
+    stream.wait_committed(1_500)
+    assert again.stop(60) == 0
+    written = parquet_positions(stream.tmp / "table")
+    assert max(written.values()) == 1 and len(written) == 1_500
+
+
+def test_a_pod_whose_session_dies_exits_75_with_a_typed_error(stream: Stream) -> None:
+    produce(stream.bootstrap, stream.topic, 1_000)
+    pod = stream.start(
+        stream.spec(sink="append", path=str(stream.tmp / "s"), stop_session_at=1), name="pod-dies"
+    )
+    assert pod.wait(180) == 75
+    [error] = pod.events("error")
+    assert error["kind_of"] == "SparkSessionStoppedError", error
+    assert "Spark session stopped during batch 1" in error["reason"]
+    assert len(stream.committed()) == batch_records(pod)  # batch 1 was not committed
