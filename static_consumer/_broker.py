@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import concurrent.futures
 import logging
+import re
 import time
 from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
@@ -30,7 +31,7 @@ from static_consumer import _kafka_python
 from static_consumer._config import admin_config
 from static_consumer._group_watch import consumer_group
 from static_consumer._groups import GroupDescription, GroupMember, RemovalFailure
-from static_consumer._kafka_codes import ErrorKind, classify
+from static_consumer._kafka_codes import TRANSPORT, ErrorKind, classify
 from static_consumer._secrets import scrub_for
 from static_consumer.errors import (
     AuthenticationError,
@@ -81,13 +82,38 @@ def explain(exc: kafka_errors.KafkaError, settings: ConsumerSettings) -> kafka_e
 
 
 class Login(Enum):
-    """What the brokers made of the configured SASL credentials (:func:`check_login`)."""
+    """What the brokers made of the configured SASL credentials and TLS files (:func:`check_login`)."""
 
-    NOT_SASL = "SASL is not configured"
+    NOT_SASL = "neither SASL nor TLS is configured"
     ACCEPTED = "accepted"
     REFUSED = "refused"
+    TLS_FAILED = "the TLS handshake failed"
     UNREACHABLE = "every broker failed for another reason"
     NO_ANSWER = "no answer within the bound"
+
+
+# librdkafka's words for a failed handshake on a transport error (-195): an SSL alert from the broker
+# (46 certificate unknown: expired or untrusted client certificate; 42 bad certificate: none sent), or a
+# TLS client that met a PLAINTEXT listener. A plain disconnect is not one.
+_TLS_FAILURE = re.compile(r"SSL handshake failed|SSL alert number|ssl/tls alert", re.IGNORECASE)
+
+
+def tls_hint(reason: str) -> str:
+    """The TLS failure ``reason`` (librdkafka's text) with what to check for it."""
+    if "PLAINTEXT" in reason:
+        check = "the port is a PLAINTEXT listener: use its TLS port, or security_protocol='PLAINTEXT'"
+    elif "alert" in reason.lower():
+        check = (
+            "the broker refused the client certificate: check ssl_certificate_location (signed by a CA the "
+            "broker trusts, not expired) and ssl_key_location"
+        )
+    else:
+        check = (
+            "the broker's certificate could not be verified: check ssl_ca_location (the CA that signed "
+            "it) and that bootstrap_servers names a host in the certificate; ssl_endpoint_identification"
+            "=False skips the host check deliberately"
+        )
+    return f"the TLS handshake failed ({reason}); {check}"
 
 
 def login_refusal(settings: ConsumerSettings, timeout_s: float | None = None) -> str | None:
@@ -98,39 +124,51 @@ def login_refusal(settings: ConsumerSettings, timeout_s: float | None = None) ->
 
 
 def failed_login(settings: ConsumerSettings) -> tuple[ErrorKind, str] | None:
-    """With SASL, log in with librdkafka before kafka-python does: the kind and text of a login that
-    failed for certain (refused, or no answer within ``connect_timeout_s``), else None.
+    """With SASL or TLS, log in with librdkafka before kafka-python does: the kind and text of a login
+    that failed for certain (refused, a failed TLS handshake, or no answer within ``connect_timeout_s``),
+    else None.
 
     kafka-python 3.0 mostly drops the brokers' refusal (see :func:`explain`) and waits out
     ``connect_timeout_s``: a wrong SCRAM password took 30.5 s with the defaults (one run, Kafka 4.3);
-    librdkafka reports it after one round trip. The price is one more connection and login per call,
-    for SASL only. After no answer at all, kafka-python would only wait for the same bound again."""
+    librdkafka reports it after one round trip. A certificate the client does not trust (unknown CA, a
+    broker certificate for another host) or one the broker refuses (expired, missing) is the same story:
+    kafka-python logs the handshake error and waits out the bound, librdkafka reports it in
+    milliseconds. The price is one more connection and login per call, with SASL or TLS only. After no
+    answer at all, kafka-python would only wait for the same bound again."""
     login, reason = check_login(settings)
     if login is Login.REFUSED:
         return ErrorKind.AUTHENTICATION, reason or "the credentials were refused"
+    if login is Login.TLS_FAILED:
+        return ErrorKind.TLS, reason or "the TLS handshake failed"
     if login is Login.NO_ANSWER:
         return ErrorKind.UNREACHABLE, "no broker answered"
     return None
 
 
 def check_login(settings: ConsumerSettings, timeout_s: float | None = None) -> tuple[Login, str | None]:
-    """Log in with librdkafka and ask for metadata: what the brokers made of the credentials, with their
-    reason when they refused them (secrets masked). Returns at the first refusal, acceptance or
-    broker failure, else after ``timeout_s`` (``connect_timeout_s``)."""
-    if not settings.security_protocol.startswith("SASL"):
+    """Log in with librdkafka and ask for metadata: what the brokers made of the credentials and the TLS
+    handshake, with their reason when they refused (secrets masked). Returns at the first refusal,
+    acceptance or broker failure, else after ``timeout_s`` (``connect_timeout_s``).
+
+    A handshake failure counts once it repeated, or once every broker is down with it: librdkafka
+    reconnects within a backoff, and one handshake cut short by a broker restarting is not a verdict."""
+    if settings.security_protocol == "PLAINTEXT":
         return Login.NOT_SASL, None
     from confluent_kafka import KafkaException
     from confluent_kafka.admin import AdminClient
 
     refusals: list[str] = []
+    handshakes: list[str] = []
     unreachable: list[str] = []
 
     def on_error(err: Any) -> None:
-        kind = classify(err.code())
+        kind, text = classify(err.code()), err.str()
         if kind is ErrorKind.AUTHENTICATION:  # one authentication round trip after connecting
-            refusals.append(err.str())
+            refusals.append(text)
+        elif kind is ErrorKind.TLS or (err.code() == TRANSPORT and _TLS_FAILURE.search(text)):
+            handshakes.append(text)
         elif kind is ErrorKind.UNREACHABLE:
-            unreachable.append(err.str())
+            unreachable.append(text)
 
     config: dict[str, Any] = {**admin_config(settings), "error_cb": on_error, "logger": _LIBRDKAFKA_LOG}
     client = AdminClient(config)
@@ -144,8 +182,12 @@ def check_login(settings: ConsumerSettings, timeout_s: float | None = None) -> t
         client.poll(0)  # serves error_cb
         if refusals:
             return Login.REFUSED, scrub_for(settings, refusals[0])
+        if handshakes and (len(handshakes) > 1 or unreachable):
+            return Login.TLS_FAILED, scrub_for(settings, handshakes[-1])
         if unreachable:
             return Login.UNREACHABLE, None
+    if handshakes:
+        return Login.TLS_FAILED, scrub_for(settings, handshakes[-1])
     return Login.NO_ANSWER, None
 
 
@@ -167,6 +209,8 @@ def error_for(kind: ErrorKind, text: str, settings: ConsumerSettings, doing: str
             f"{doing}: the brokers refused ({text}); check security_protocol, sasl_* and ssl_* settings, "
             "and that the principal may describe the group and its topics"
         )
+    if kind is ErrorKind.TLS:
+        return ConfigurationError(f"{doing}: {tls_hint(text)}")
     if kind is ErrorKind.UNSUPPORTED:
         return CapabilityError(f"{doing}: the broker does not support the request ({text})")
     if kind is ErrorKind.UNREACHABLE:

@@ -30,6 +30,7 @@ class ErrorKind(Enum):
     MEMBER_GONE = "member_gone"  # the session or generation is over: the partitions may be another's now
     AUTHENTICATION = "authentication"  # the credentials were refused: the same settings fail again
     AUTHORIZATION = "authorization"  # the principal lacks an ACL
+    TLS = "tls"  # the TLS handshake failed (a certificate either side refuses): the same settings fail
     UNKNOWN_TOPIC = "unknown_topic"  # the topic (or partition) does not exist (yet)
     UNSUPPORTED = "unsupported"  # the broker lacks the API (version) the call needs
     OTHER = "other"
@@ -121,7 +122,13 @@ _ENTRIES = (
     KafkaCode(-193, "_RESOLVE", _K.UNREACHABLE, True, "a broker host name did not resolve"),
     KafkaCode(-187, "_ALL_BROKERS_DOWN", _K.UNREACHABLE, True, "no broker is reachable"),
     KafkaCode(-185, "_TIMED_OUT", _K.TRANSIENT, True, "the operation timed out"),
-    KafkaCode(-181, "_SSL", _K.OTHER, False, "the TLS handshake or certificate check failed"),
+    KafkaCode(
+        -181,
+        "_SSL",
+        _K.TLS,
+        False,
+        "the TLS handshake or certificate check failed (unknown CA, or a certificate for another host)",
+    ),
     KafkaCode(-180, "_WAIT_COORD", _K.TRANSIENT, True, "waiting for the group coordinator"),
     KafkaCode(-169, "_AUTHENTICATION", _K.AUTHENTICATION, False, "the brokers refused the credentials"),
     KafkaCode(

@@ -25,6 +25,7 @@ from kafka.admin import KafkaAdminClient
 from static_consumer._config import kafka_python_config
 from static_consumer._kafka_codes import CODES, ErrorKind, classify
 from static_consumer._secrets import scrubbed_logs, secrets_of
+from static_consumer._tls import check_tls_files
 from static_consumer.settings import ConsumerSettings
 
 # kafka-python's own errors that carry no broker code: the cluster did not answer in time.
@@ -56,6 +57,7 @@ def admin_client(settings: ConsumerSettings, client_id: str) -> Iterator[Any]:
 
     Raises kafka-python errors (a refused SASL login mostly as a bootstrap timeout, see module docs).
     """
+    check_tls_files(settings)  # never let OpenSSL prompt for a key password on the terminal
     created: list[Any] = []
 
     def recording_factory(**configs: Any) -> Any:

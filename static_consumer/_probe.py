@@ -15,7 +15,7 @@ from typing import Any
 import kafka.errors as kafka_errors
 from kafka.admin import ConfigResource, ConfigResourceType
 
-from static_consumer._broker import explain, failed_login
+from static_consumer._broker import explain, failed_login, tls_hint
 from static_consumer._kafka_codes import ErrorKind
 from static_consumer._kafka_python import admin_client, kind_of
 from static_consumer._secrets import scrub_for
@@ -58,10 +58,13 @@ def probe(settings: ConsumerSettings) -> BrokerCapabilities:
 
 
 def _log_in_first(settings: ConsumerSettings) -> None:
-    """With SASL, a wrong password ends the start at the brokers' first refusal (``failed_login``)."""
+    """With SASL, a wrong password ends the start at the brokers' first refusal; with TLS, a certificate
+    either side refuses ends it at the failed handshake (``failed_login``)."""
     failed = failed_login(settings)
     if failed is not None:
         kind, text = failed
+        if kind is ErrorKind.TLS:
+            raise ConfigurationError(f"brokers at {settings.bootstrap_servers}: {tls_hint(text)}")
         if kind is ErrorKind.AUTHENTICATION:
             raise _error(kafka_errors.SaslAuthenticationFailedError(text), settings)
         raise _error(kafka_errors.KafkaConnectionError(text), settings)

@@ -12,6 +12,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
 from static_consumer._config import ConfigValue, consumer_config
+from static_consumer._tls import check_tls_files
 from static_consumer.capabilities import BrokerCapabilities, StaticDecision, decide
 from static_consumer.errors import ConfigurationError
 from static_consumer.events import HeldAssignment
@@ -53,6 +54,7 @@ def plan_join(settings: ConsumerSettings, env: Mapping[str, str], probe: Prober)
     if not settings.topics:
         raise ConfigurationError("topics is empty: set topics (STATIC_CONSUMER_TOPICS='a,b')")
     identity = _identity(settings, env)
+    check_tls_files(settings)  # a bad key or CA file fails here, named, before any client connects
     caps = probe(settings)
     if settings.assignment_mode == "ordinal":
         # No group membership at all, so nothing static to decide and no session bounds to check. No
