@@ -13,7 +13,8 @@ Who asks for a token when (the provider is called again each time, so it decides
   KIP-368 re-authentication. :class:`_Refreshing` hands it the last token until 80% of its lifetime has
   passed, the same point at which librdkafka refreshes, so a short-lived admin client does not fetch a new
   token per connection and never sends one about to expire. kafka-python logs the SASL request bytes at
-  DEBUG, token included; :class:`_IssuedTokens` masks every token handed to it in those records.
+  DEBUG, token included; :data:`static_consumer._secrets.ISSUED_TOKENS` masks every token handed to it
+  in those records.
 
 A provider that raises, or returns an expired token, is not caught here yet: confluent-kafka 2.16 turns
 an exception out of ``oauth_cb`` into a ``SystemError`` at the next call into the library (measured by
@@ -22,14 +23,14 @@ an exception out of ``oauth_cb`` into a ``SystemError`` at the next call into th
 
 from __future__ import annotations
 
-import logging
 import threading
 import time
-from collections import deque
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
+
+from static_consumer._secrets import ISSUED_TOKENS, install_filter
 
 # librdkafka refreshes a token once this share of its lifetime has passed; kafka-python is held to it too.
 REFRESH_AT = 0.8
@@ -97,55 +98,6 @@ class _Refreshing:
             return self._token
 
 
-class _IssuedTokens(logging.Filter):
-    """Masks the tokens handed to kafka-python in the records of the ``kafka`` loggers.
-
-    kafka-python logs every request at DEBUG, the SaslAuthenticate request with the token in its bytes
-    (measured with kafka-python 3.0: ``kafka.net.connection`` and ``kafka.protocol.parser``). Tokens
-    are fetched while a client runs, so the fixed secrets of ``_kafka_python.scrubbed_logs`` cannot
-    hold them; this filter learns each one as it is handed out and keeps the most recent ones.
-    """
-
-    def __init__(self, keep: int = 64) -> None:
-        super().__init__()
-        self._lock = threading.Lock()
-        self._values: deque[str] = deque(maxlen=keep)
-
-    def add(self, value: str) -> None:
-        with self._lock:
-            if value not in self._values:
-                self._values.append(value)
-
-    def filter(self, record: logging.LogRecord) -> bool:
-        from static_consumer._secrets import scrub
-
-        with self._lock:
-            values = tuple(self._values)
-        try:
-            message = record.getMessage()
-        except Exception:  # noqa: BLE001 - a record that cannot be formatted is the handler's problem
-            return True
-        cleaned = scrub(message, values)
-        if cleaned != message:
-            record.msg, record.args = cleaned, None
-        # Tracebacks are left to the formatter (or to scrubbed_logs' filter, which formats them only if no
-        # filter did before it): kafka-python puts tokens in request logs, not in exceptions.
-        if record.exc_text:
-            record.exc_text = scrub(record.exc_text, values)
-        return True
-
-    def install(self, prefix: str = "kafka") -> None:
-        """On every existing logger named ``prefix`` or ``prefix.*`` (a filter only sees records created
-        on its own logger); kafka-python has created its loggers by the time it asks for a token."""
-        names = [n for n in logging.Logger.manager.loggerDict if n == prefix or n.startswith(prefix + ".")]
-        for logger in (logging.getLogger(n) for n in (prefix, *names)):
-            if self not in logger.filters:
-                logger.addFilter(self)
-
-
-_ISSUED = _IssuedTokens()
-
-
 def kafka_python_token_provider(provider: TokenProvider) -> Any:
     """A ``kafka.net.sasl.oauth.AbstractTokenProvider`` (kafka-python checks the type) over ``provider``."""
     from kafka.net.sasl.oauth import AbstractTokenProvider
@@ -157,8 +109,8 @@ def kafka_python_token_provider(provider: TokenProvider) -> Any:
 
         def token(self) -> str:
             value = self._tokens.current().value
-            _ISSUED.add(value)
-            _ISSUED.install()
+            ISSUED_TOKENS.add(value)
+            install_filter(ISSUED_TOKENS)  # kafka-python has created its loggers by the time it asks
             return value
 
         def extensions(self) -> dict[str, str]:

@@ -8,6 +8,8 @@ from :func:`scrubbed_logs`, which installs logging filters for the duration of a
 from __future__ import annotations
 
 import logging
+import threading
+from collections import deque
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import TYPE_CHECKING
@@ -56,39 +58,64 @@ def scrub_for(settings: ConsumerSettings, text: str) -> str:
 
 
 class SecretFilter(logging.Filter):
-    """Masks ``secrets`` in a record's message and traceback before any handler formats it."""
+    """Masks ``secrets`` in a record's message and traceback before any handler formats it.
 
-    def __init__(self, secrets: Sequence[str]) -> None:
+    Secrets known up front (passwords in the settings) are given at construction; secrets that appear
+    while a client runs (OAUTHBEARER tokens fetched on demand) are :meth:`add`-ed, the most recent
+    ``keep`` of them kept (:data:`ISSUED_TOKENS`)."""
+
+    def __init__(self, secrets: Sequence[str] = (), keep: int | None = None) -> None:
         super().__init__()
-        self._secrets = tuple(secrets)
+        self._lock = threading.Lock()
+        self._secrets: deque[str] = deque(secrets, maxlen=keep)
+
+    def add(self, value: str) -> None:
+        with self._lock:
+            if value not in self._secrets:
+                self._secrets.append(value)
 
     def filter(self, record: logging.LogRecord) -> bool:
+        with self._lock:
+            secrets = tuple(self._secrets)
         try:
             message = record.getMessage()
         except Exception:  # noqa: BLE001 - a record that cannot be formatted is the handler's problem
             return True
-        cleaned = scrub(message, self._secrets)
+        cleaned = scrub(message, secrets)
         if cleaned != message:
             record.msg, record.args = cleaned, None
         if record.exc_info and not record.exc_text:
-            record.exc_text = scrub(logging.Formatter().formatException(record.exc_info), self._secrets)
+            record.exc_text = logging.Formatter().formatException(record.exc_info)
+        if record.exc_text:
+            record.exc_text = scrub(record.exc_text, secrets)
         return True
+
+
+# kafka-python logs every request at DEBUG, the SaslAuthenticate request with the OAUTHBEARER token in
+# its bytes (kafka-python 3.0: ``kafka.net.connection``, ``kafka.protocol.parser``). Tokens are fetched
+# while a client runs, so this filter learns each one as it is handed out (static_consumer._oauth).
+ISSUED_TOKENS = SecretFilter(keep=64)
+
+
+def install_filter(secret_filter: SecretFilter, prefix: str = "kafka") -> list[logging.Logger]:
+    """Add ``secret_filter`` to every existing logger named ``prefix`` or ``prefix.*`` (once each): a
+    logger's filters apply only to records created on that very logger. Returns those loggers."""
+    names = [n for n in logging.Logger.manager.loggerDict if n == prefix or n.startswith(prefix + ".")]
+    loggers = [logging.getLogger(n) for n in (prefix, *names)]
+    for logger in loggers:
+        if secret_filter not in logger.filters:
+            logger.addFilter(secret_filter)
+    return loggers
 
 
 @contextmanager
 def scrubbed_logs(secrets: Sequence[str], prefix: str = "kafka") -> Iterator[None]:
-    """Install a :class:`SecretFilter` on every existing logger named ``prefix`` or ``prefix.*``.
-
-    A logger's filters apply only to records created on that very logger, hence one per logger.
-    """
+    """Mask ``secrets`` in the records of the ``prefix`` loggers while the block runs."""
     if not secrets:
         yield
         return
     secret_filter = SecretFilter(secrets)
-    names = [n for n in logging.Logger.manager.loggerDict if n == prefix or n.startswith(prefix + ".")]
-    loggers = [logging.getLogger(n) for n in (prefix, *names)]
-    for logger in loggers:
-        logger.addFilter(secret_filter)
+    loggers = install_filter(secret_filter, prefix)
     try:
         yield
     finally:
@@ -97,8 +124,10 @@ def scrubbed_logs(secrets: Sequence[str], prefix: str = "kafka") -> Iterator[Non
 
 
 __all__ = [
+    "ISSUED_TOKENS",
     "REDACTED",
     "SecretFilter",
+    "install_filter",
     "is_secret_key",
     "redact_items",
     "scrub",
