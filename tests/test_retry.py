@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+from fakes import FakeTime
 
 from static_consumer.errors import (
     BrokerUnavailableError,
@@ -12,19 +13,6 @@ from static_consumer.errors import (
     UnreleasedInstanceIdError,
 )
 from static_consumer.retry import RetryPolicy, is_retriable
-
-
-class FakeTime:
-    def __init__(self) -> None:
-        self.now = 0.0
-        self.sleeps: list[float] = []
-
-    def clock(self) -> float:
-        return self.now
-
-    def sleep(self, seconds: float) -> None:
-        self.sleeps.append(seconds)
-        self.now += seconds
 
 
 class Flaky:
