@@ -1,31 +1,42 @@
 """The demo's table is what its raw events say: a small, fast bounce of every strategy on the shared
-broker, recounted from the files it saved alone, agrees with the run's own tally field by field."""
+broker, a graceful round then a hard-kill round, recounted from the files it saved alone, agrees with
+the run's own tally field by field; and the ``static-consumer demo --recount DIR`` command, run on what
+the demo wrote, agrees with the written ``bounce.json``."""
 
 from __future__ import annotations
 
+import subprocess
+import sys
+from dataclasses import replace
 from pathlib import Path
 
+from static_consumer.demo.main import report
 from static_consumer.demo.metrics import differences
 from static_consumer.demo.recount import recount_dir
 from static_consumer.demo.rundata import prepare
 from static_consumer.demo.runner import run_demo
 from static_consumer.demo.strategies import ALL_STRATEGIES, DemoConfig
+from static_consumer.demo.tally import tally
 from static_consumer.testing.backends import KafkaCluster
 
 FAST = DemoConfig(
     members=2,
     rounds=1,
+    kill=True,
     partitions=4,
     rate_per_s=100,
     restart_delay_s=0.5,
     processing_ms=2.0,
     state_warmup_s=0.2,
-    session_timeout_s=10.0,
+    # A hard-killed member's session must expire before dynamic groups (and KIP-848 static ones) go on:
+    # short enough for CI, long enough for heartbeats from 20 processes on a busy 2-core machine.
+    session_timeout_s=6.0,
     strategies=ALL_STRATEGIES,
     settle_s=1.0,
     lead_s=2.0,
     tail_s=2.0,
 )
+COMMAND = Path(sys.executable).with_name("static-consumer")
 
 
 def test_the_recount_from_saved_events_agrees_with_the_runs_tally(
@@ -39,14 +50,37 @@ def test_the_recount_from_saved_events_agrees_with_the_runs_tally(
     for name in ALL_STRATEGIES:
         assert differences(outcome.tally[name], recounted[name]) == [], name
     for name, m in outcome.tally.items():
-        assert (m.restarts, m.produced, m.lost) == (2, len(run.produced), 0), name
+        # 2 graceful restarts, then 2 hard kills each followed by a restart.
+        assert (m.restarts, m.kills, m.produced, m.lost) == (4, 2, len(run.produced), 0), name
         assert m.latency_p50_ms is not None and m.max_lag > 0, name
     # The saved streams hold what the table needs: each incarnation's start and end, and its records.
     for strategy in run.strategies:
         for inc in strategy.incarnations:
             kinds = {e["kind"] for e in inc.events}
             assert {"spawn", "start", "reaped"} <= kinds, (strategy.strategy, inc.name, kinds)
-    # The dynamic eager control really rebalanced; the static members really did not move.
+        killed = [i for i in strategy.incarnations if any(e.get("signal") == "KILL" for e in i.events)]
+        assert len(killed) == 2 and all(not any(e["kind"] == "exit" for e in i.events) for i in killed)
+    # The dynamic eager control really rebalanced; the static members really did not move, and under
+    # the classic protocol not even after a hard kill: the replacement took the dead member's place
+    # (fencing it) long before its session would have expired.
     assert outcome.tally["eager"].partition_moves > 0 and outcome.tally["eager"].live_revocations > 0
+    first_kill = min(step["ts"] for step in run.meta["schedule"] if step["signal"] == "KILL")
+    graceful = tally(replace(run, window=(run.window[0], first_kill)))
     for name in ("static", "static-kip848"):
-        assert (outcome.tally[name].partition_moves, outcome.tally[name].live_revocations) == (0, 0), name
+        assert (graceful[name].partition_moves, graceful[name].live_revocations) == (0, 0), name
+    static = outcome.tally["static"]
+    assert (static.partition_moves, static.live_revocations) == (0, 0)
+    assert static.longest_unowned_s < FAST.session_timeout_s
+
+    # What `static-consumer demo` writes, and what its --recount says of it.
+    assert report(outcome, tmp_path) == 0
+    assert (tmp_path / "bounce.png").stat().st_size > 0 and COMMAND.exists(), COMMAND
+    done = subprocess.run(
+        [str(COMMAND), "demo", "--recount", str(tmp_path)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "the run's own tally agrees" in done.stdout and "hard-kill round: yes" in done.stdout

@@ -5,11 +5,10 @@ partition never owned, an incarnation that died without a word)."""
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
 
 import pytest
+from demo_events import Event, ev, make_run, records
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -17,43 +16,8 @@ from static_consumer.demo import broker_log
 from static_consumer.demo.main import main as demo_main
 from static_consumer.demo.metrics import Metrics, differences
 from static_consumer.demo.recount import recount, recount_dir
-from static_consumer.demo.rundata import Incarnation, RunData, StrategyRun, load, write_run
+from static_consumer.demo.rundata import RunData, load, write_run
 from static_consumer.demo.tally import tally
-
-T = "t"
-Event = dict[str, Any]
-
-
-def ev(kind: str, ts: float, *parts: int, **fields: Any) -> Event:
-    event: Event = {"kind": kind, "ts": ts, **fields}
-    if kind in ("assigned", "revoked", "lost", "rebuild"):
-        event["partitions"] = [[T, p] for p in parts]
-    return event
-
-
-def records(ts: float, *rows: tuple[int, int, int, int]) -> Event:
-    """rows: (partition, offset, created_ms, done_ms)."""
-    return {
-        "kind": "records",
-        "ts": ts,
-        "records": [[T, p, o] for p, o, _c, _d in rows],
-        "created_ms": [c for _p, _o, c, _d in rows],
-        "done_ms": [d for _p, _o, _c, d in rows],
-    }
-
-
-def make_run(
-    incarnations: dict[str, list[Event]],
-    *,
-    produced: Sequence[tuple[int, int, int]] = (),
-    window: tuple[float, float] = (5.0, 20.0),
-    partitions: int = 4,
-    broker: list[Event] | None = None,
-) -> RunData:
-    strategy = StrategyRun(
-        "s", "g", "classic", [Incarnation(name, events) for name, events in incarnations.items()], broker
-    )
-    return RunData(window, T, partitions, list(produced), [strategy], {})
 
 
 def both(run: RunData) -> Metrics:

@@ -40,6 +40,13 @@ def _p99_per_second(
     return out
 
 
+def member_order(member: str) -> tuple[str, int, str]:
+    """demo-2 before demo-10: by the name's text before its trailing number, then by that number."""
+    stem = member.rstrip("0123456789")
+    number = member[len(stem) :]
+    return (stem, int(number) if number else -1, member)
+
+
 def write(run: RunData, tallied: Mapping[str, Metrics], path: Path) -> None:
     import matplotlib
 
@@ -52,7 +59,7 @@ def write(run: RunData, tallied: Mapping[str, Metrics], path: Path) -> None:
     cfg = run.meta.get("config", {})
     lo, hi = w0 - float(cfg.get("lead_s", 5.0)), w1 + float(cfg.get("tail_s", 5.0))
     created = {(p, o): c for p, o, c in run.produced}
-    members = sorted({inc.member for s in run.strategies for inc in s.incarnations})
+    members = sorted({inc.member for s in run.strategies for inc in s.incarnations}, key=member_order)
     # Member colours from a qualitative map; black is kept for "no owner".
     cmap = plt.get_cmap("tab20" if len(members) > 10 else "tab10")
     colour = {m: cmap(i % cmap.N) for i, m in enumerate(members)}

@@ -16,9 +16,10 @@ def header(run: RunData) -> str:
     meta = run.meta
     cfg = meta.get("config", {})
     w0, w1 = run.window
-    kill = " + a hard-kill round (SIGKILL, then restart)" if cfg.get("kill") else ""
+    kill = "yes (each member SIGKILLed in turn, then restarted)" if cfg.get("kill") else "no"
     lines = [
-        f"Rolling bounce: {cfg.get('members')} members x {cfg.get('rounds')} round(s){kill}, "
+        f"Rolling bounce: {cfg.get('members')} members x {cfg.get('rounds')} graceful round(s), "
+        f"hard-kill round: {kill}; "
         f"{run.partitions} partitions, {cfg.get('rate_per_s')} records/s from one producer, "
         f"every strategy a group on the same topic, bounced at the same moments",
         f"restart delay {cfg.get('restart_delay_s')} s (exit to the new process's consumer start), "

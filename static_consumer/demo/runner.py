@@ -202,6 +202,11 @@ def _broker_events(
     return events
 
 
+def _version(answer: object) -> str:
+    """confluent_kafka.version() is a (text, int) tuple in older releases and the text in 2.16."""
+    return str(answer[0] if isinstance(answer, tuple) else answer)
+
+
 def run_demo(cluster: KafkaCluster, cfg: DemoConfig, events_dir: Path, progress: Progress) -> Outcome:
     """Run the bounce; the raw events go to ``events_dir`` (made by :func:`.rundata.prepare`)."""
     import confluent_kafka
@@ -238,7 +243,7 @@ def run_demo(cluster: KafkaCluster, cfg: DemoConfig, events_dir: Path, progress:
         "kafka_version": cluster.version,
         "backend": cluster.backend,
         "librdkafka": confluent_kafka.libversion()[0],
-        "confluent_kafka": confluent_kafka.version()[0],
+        "confluent_kafka": _version(confluent_kafka.version()),
         "python": platform.python_version(),
         "cpus": os.cpu_count(),
         "load_before": [round(x, 2) for x in load_before],

@@ -50,7 +50,11 @@ STRATEGIES: tuple[Strategy, ...] = (
     ),
     Strategy("static", "classic", True, "range", "static_consumer, classic protocol (KIP-345), range"),
     Strategy(
-        "static-kip848", "consumer", True, "uniform", "static_consumer, consumer protocol (KIP-848), static"
+        "static-kip848",
+        "consumer",
+        True,
+        "uniform",
+        "static_consumer, consumer protocol (KIP-848), broker assignor",
     ),
 )
 BY_NAME = {s.name: s for s in STRATEGIES}
