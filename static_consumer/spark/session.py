@@ -17,6 +17,7 @@ from importlib import resources
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from static_consumer._secrets import redact_url_params
 from static_consumer.errors import ConfigurationError
 
 if TYPE_CHECKING:
@@ -114,7 +115,7 @@ def local_conf(
 def spark_session(
     remote: str | None = None,
     *,
-    master: str = "local[*]",
+    master: str | None = None,
     app_name: str = "static-consumer",
     driver_memory: str | None = None,
     jars: Sequence[str] = (),
@@ -123,10 +124,16 @@ def spark_session(
     driver_host: str | None = None,
     bind_address: str | None = None,
     delta: bool = False,
+    env: Mapping[str, str] | None = None,
 ) -> SparkSession:
     """A SparkSession: a driver in this process (``master``, default ``local[*]``; or a cluster master
     such as ``spark://master:7077``), or the Spark Connect server at ``remote`` (e.g.
     ``"sc://spark-connect:15002"``; needs ``static-consumer[spark-connect]``).
+
+    Without ``remote`` and ``master``, ``SPARK_REMOTE`` in the environment (``env``, default
+    ``os.environ``) names the Connect server, as it does for PySpark's own builder: a pod spec that sets
+    it gets a Connect session. ``SPARK_REMOTE`` next to an explicit ``master`` is a
+    :class:`~static_consumer.errors.ConfigurationError` (PySpark would refuse the pair too).
 
     ``driver_host``/``bind_address``: see :func:`local_conf`. ``delta=True`` adds Delta Lake's jars
     (resolved from Maven Central, see :func:`~static_consumer.spark.resolve_delta`) and its SQL
@@ -136,6 +143,17 @@ def spark_session(
     """
     from pyspark.sql import SparkSession
 
+    from_env = (os.environ if env is None else env).get("SPARK_REMOTE") or None
+    if remote is None and from_env is not None:
+        if master is not None:
+            raise ConfigurationError(
+                f"spark_session(master={master!r}) with SPARK_REMOTE={redact_url_params(from_env)!r} in "
+                "the environment: a session is either a driver with a master or a Spark Connect client. "
+                "Unset SPARK_REMOTE or leave master out"
+            )
+        remote = from_env
+        log.info("Spark Connect at %s (SPARK_REMOTE)", redact_url_params(remote))
+    master = master or "local[*]"
     builder = SparkSession.builder.appName(app_name)
     if remote is not None:
         builder = builder.remote(remote)
