@@ -230,8 +230,8 @@ def test_spark_batches_report_rows_rates_durations_lag_and_a_span(otel: Otel) ->
     assert otel.total("static_consumer.spark.batches", **{"static_consumer.spark.committed": "true"}) == 1
     assert otel.total("static_consumer.spark.batches", **{"static_consumer.spark.committed": "false"}) == 1
     for phase, seconds in (("collect", 0.5), ("process", 2.0), ("commit", 0.25)):
-        duration = otel.total("static_consumer.spark.batch.duration", **{"static_consumer.spark.phase": phase})
-        assert duration == (2, 2 * seconds), phase
+        by_phase = {"static_consumer.spark.phase": phase}
+        assert otel.total("static_consumer.spark.batch.duration", **by_phase) == (2, 2 * seconds), phase
     # Gauges: the last batch's values (summed over pods, the rates are the pipeline's).
     assert otel.metrics()["static_consumer.spark.input_rows_per_s"] == [
         ({**pod, "messaging.system": "kafka", "static_consumer.protocol": "classic"}, 750.0)
