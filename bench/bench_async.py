@@ -39,6 +39,7 @@ from _bench import Pass, PassTimer, Rounds, machine, produce
 from static_consumer import ConsumerSettings, StaticConsumer
 from static_consumer.aio import AsyncStaticConsumer
 from static_consumer.testing import create_topic, local_cluster
+from static_consumer.testing.loop_lag import LoopLag
 
 BATCH = 500
 PARTITIONS = 6
@@ -77,28 +78,6 @@ def _aiokafka(bootstrap: str, topic: str, group: str) -> Any:
     )
 
 
-class LoopLag:
-    """A timer beside the consumer: its worst lateness is how long the loop could not run anything."""
-
-    def __init__(self) -> None:
-        self.worst = 0.0
-        self._task: asyncio.Task[None] | None = None
-
-    async def _tick(self) -> None:
-        while True:
-            before = time.monotonic()
-            await asyncio.sleep(TICK_S)
-            self.worst = max(self.worst, time.monotonic() - before - TICK_S)
-
-    def __enter__(self) -> LoopLag:
-        self._task = asyncio.create_task(self._tick())
-        return self
-
-    def __exit__(self, *_: object) -> None:
-        if self._task is not None:
-            self._task.cancel()
-
-
 def sync_pass(bootstrap: str, topic: str, count: int) -> Pass:
     timer, size = PassTimer(), 0
     deadline = time.monotonic() + PASS_TIMEOUT_S
@@ -119,7 +98,7 @@ async def async_pass(bootstrap: str, topic: str, count: int, lags: list[float]) 
     deadline = time.monotonic() + PASS_TIMEOUT_S
     consumer = AsyncStaticConsumer(_settings(bootstrap, topic, f"async-{uuid.uuid4().hex[:8]}"))
     async with consumer:
-        with LoopLag() as lag:
+        async with LoopLag(TICK_S) as lag:
             while timer.seen < count and time.monotonic() < deadline:
                 batch = await consumer.consume_batch(BATCH, 1.0)
                 if not len(batch):
@@ -137,7 +116,7 @@ async def async_iter_pass(bootstrap: str, topic: str, count: int, lags: list[flo
     deadline = time.monotonic() + PASS_TIMEOUT_S
     consumer = AsyncStaticConsumer(_settings(bootstrap, topic, f"iter-{uuid.uuid4().hex[:8]}"))
     async with consumer:
-        with LoopLag() as lag:
+        async with LoopLag(TICK_S) as lag:
             async for batch in consumer.batches(BATCH, 1.0):
                 timer.add(len(batch))
                 for r in batch:
@@ -154,7 +133,7 @@ async def aiokafka_pass(bootstrap: str, topic: str, count: int, lags: list[float
     consumer = _aiokafka(bootstrap, topic, f"aiok-{uuid.uuid4().hex[:8]}")
     await consumer.start()
     try:
-        with LoopLag() as lag:
+        async with LoopLag(TICK_S) as lag:
             while timer.seen < count and time.monotonic() < deadline:
                 batches = await consumer.getmany(timeout_ms=1000, max_records=BATCH)
                 got = 0

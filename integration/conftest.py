@@ -2,7 +2,8 @@
 
 The plugin (``-p static_consumer.testing.plugin`` in pyproject.toml's addopts) provides the fixtures;
 nothing here may skip: if the broker cannot start, every test errors and CI fails with the broker log
-tail.
+tail. Under CI=true a skipped test, or a module skipped while being collected, fails the run
+(tests/test_integration_no_skips.py runs this file on a temporary suite to prove both).
 """
 
 from __future__ import annotations
@@ -21,6 +22,14 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 
 _skipped: list[str] = []
 _outcomes: dict[str, int] = {"passed": 0, "failed": 0, "skipped": 0}
+
+
+def pytest_collectreport(report: pytest.CollectReport) -> None:
+    # A module that skips itself while being collected (a module-level pytest.importorskip, or
+    # pytest.skip(allow_module_level=True)) reports no test at all: only its collection report says so.
+    if report.skipped and "integration" in report.nodeid:
+        _skipped.append(report.nodeid)
+        _outcomes["skipped"] += 1
 
 
 def pytest_runtest_logreport(report: pytest.TestReport) -> None:
@@ -42,7 +51,7 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
 
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
-    # In CI the integration suite must run, not skip: a skipped real-broker test fails the run.
+    # In CI the integration suite must run, not skip: a skipped real-broker test (or module) fails the run.
     if _skipped and os.environ.get("CI", "").lower() in ("1", "true", "yes"):
         print(f"\nCI: {len(_skipped)} integration test(s) skipped, which CI does not allow: {_skipped}")
         session.exitstatus = pytest.ExitCode.TESTS_FAILED

@@ -13,6 +13,7 @@
 from __future__ import annotations
 
 import asyncio
+import gc
 import json
 import os
 import signal
@@ -36,6 +37,7 @@ from static_consumer.shutdown import exit_code_for
 from static_consumer.testing import produce
 from static_consumer.testing.group import Group
 from static_consumer.testing.kafka_ops import high_watermarks
+from static_consumer.testing.loop_lag import LoopLag
 from static_consumer.testing.processes import ConsumerProcess
 from static_consumer.types import RecordBatch
 
@@ -163,6 +165,56 @@ def test_clean_static_restart_keeps_partitions_and_handles_every_record_once(
     twice = {key: count for key, count in seen.items() if count > 1}
     assert twice == {}, f"records handled twice over a clean bounce: {sorted(twice)[:10]}"
     print(f"{protocol}: async clean bounce test took {time.monotonic() - started:.1f}s")
+
+
+FULL_RATE_RECORDS = 500_000
+LOOP_BOUND_S = 0.5  # the most a 10 ms timer may be late while consuming (bench/bench_async.py: 4-15 ms)
+
+
+def test_the_loop_stays_responsive_while_consuming_a_full_topic_at_full_rate(factories: Factories) -> None:
+    """A pre-filled topic read as fast as the consumer goes (``batches()``, 5,000 records a fetch, each
+    batch committed with the next fetch) while a 10 ms timer runs on the loop. ``batches()`` yields to
+    the loop only by awaiting the consumer's thread, so a consume run on the loop would hold the timer
+    back for the whole read: the worst lateness must stay under a third of the read's duration, and
+    under LOOP_BOUND_S."""
+    started = time.monotonic()
+    group = _group("classic", factories)
+    produce(group.bootstrap, group.topic, FULL_RATE_RECORDS)
+    consumer = AsyncStaticConsumer(ConsumerSettings(**group.spec("app-0")["settings"]))
+
+    async def read_all() -> tuple[Counter[int], float, LoopLag]:
+        per_partition: Counter[int] = Counter()
+        first = last = 0.0
+        async with LoopLag() as lag, consumer:
+            async for batch in consumer.batches(5_000, 1.0):
+                first = first or time.monotonic()
+                last = time.monotonic()
+                per_partition.update(batch.partitions)
+                if sum(per_partition.values()) >= FULL_RATE_RECORDS:
+                    consumer.stop()
+        return per_partition, last - first, lag
+
+    # At full rate the consumer allocates fast, and every full collection of the garbage collector
+    # stops all threads, the loop's too, for as long as scanning the whole heap takes (in a diagnostic
+    # run on the loaded shared machine: one every 0.1-0.3 s, 15-146 ms each). In a long pytest session
+    # that heap is mostly the test suite's; frozen, the objects from before the read are no longer
+    # scanned, while the consumer's own allocations still are.
+    gc.freeze()
+    try:
+        per_partition, took, lag = asyncio.run(asyncio.wait_for(read_all(), WAIT_S))
+    finally:
+        gc.unfreeze()
+    hw = high_watermarks(group.bootstrap, group.topic, PARTITIONS)
+    assert dict(per_partition) == {p: n for p, n in hw.items() if n}, "records missing or read twice"
+    assert group.committed() == hw, "every batch committed"
+    rate = FULL_RATE_RECORDS / took if took else 0.0
+    print(
+        f"full rate: {FULL_RATE_RECORDS:,} records in {took:.2f} s ({rate:,.0f}/s); worst lateness of a "
+        f"10 ms timer {lag.worst * 1000:.1f} ms over {lag.ticks} ticks; "
+        f"test took {time.monotonic() - started:.1f}s"
+    )
+    bound = min(LOOP_BOUND_S, took / 3)
+    assert lag.worst < bound, f"the loop stalled for {lag.worst:.2f} s of a {took:.2f} s read"
 
 
 def test_classic_fencing_ends_the_awaiting_task_with_fenced_instance_error(

@@ -34,6 +34,13 @@ def redact_items(items: Iterable[tuple[str, object]]) -> dict[str, object]:
     return {k: REDACTED if is_secret_key(k) else v for k, v in items}
 
 
+def redact_url_params(url: str) -> str:
+    """A Spark Connect URL (``sc://host:port/;token=...;user_id=...``) with its parameters masked: the
+    bearer token travels there, so only the address may be shown."""
+    address, sep, _params = url.partition(";")
+    return f"{address}{sep}{REDACTED}" if sep else url
+
+
 def secrets_of(settings: ConsumerSettings) -> tuple[str, ...]:
     """The secret values configured in ``settings`` (non-empty ones): what :func:`scrub` must mask."""
     values = (settings.sasl_password, settings.ssl_key_password)

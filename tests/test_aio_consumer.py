@@ -12,14 +12,23 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 import pytest
-from fakes import FENCED, MODERN, Assign, FakeAdapter, FakeFactory, Step, rec, tp
+from fakes import FENCED, MAX_POLL, MODERN, Assign, FakeAdapter, FakeFactory, Lose, Revoke, Step, rec, tp
 
 from static_consumer.aio import AsyncStaticConsumer, run_until_sigterm
 from static_consumer.consumer import State
 from static_consumer.errors import FencedInstanceError
-from static_consumer.events import Assigned, Closed, Joining, MembershipEvent, MembershipListener, Revoked
+from static_consumer.events import (
+    Assigned,
+    Closed,
+    Joining,
+    Lost,
+    MembershipEvent,
+    MembershipListener,
+    Revoked,
+)
 from static_consumer.settings import ConsumerSettings
 from static_consumer.shutdown import exit_code_for
+from static_consumer.testing.loop_lag import LoopLag
 from static_consumer.types import RecordBatch, TopicPartition
 
 SETTINGS = ConsumerSettings(bootstrap_servers="127.0.0.1:9092", group_id="g", topics=("t",))
@@ -39,6 +48,7 @@ class SlowAdapter(FakeAdapter):
     """A fake whose consume waits ``delay`` seconds first, as librdkafka waits for a fetch."""
 
     delay: float = 0.0
+    busy: float = 0.0
     log: ThreadLog | None = None
     fetching: threading.Event | None = None
 
@@ -48,6 +58,9 @@ class SlowAdapter(FakeAdapter):
         if self.fetching is not None:
             self.fetching.set()
         time.sleep(self.delay)
+        spin_until = time.monotonic() + self.busy
+        while time.monotonic() < spin_until:  # Python work that holds the GIL, as building records does
+            pass
         return super().consume(max_records, timeout)
 
     def commit(self, offsets: Any, *, asynchronous: bool = False) -> None:
@@ -62,14 +75,21 @@ class SlowAdapter(FakeAdapter):
 
 
 class SlowFactory(FakeFactory):
-    def __init__(self, *scripts: Iterable[Step], delay: float = 0.0, log: ThreadLog | None = None) -> None:
+    def __init__(
+        self, *scripts: Iterable[Step], delay: float = 0.0, busy: float = 0.0, log: ThreadLog | None = None
+    ) -> None:
         super().__init__(*scripts)
-        self.delay, self.log, self.fetching = delay, log, threading.Event()
+        self.delay, self.busy, self.log, self.fetching = delay, busy, log, threading.Event()
 
     def __call__(self, config: dict[str, Any]) -> FakeAdapter:
         plain = super().__call__(config)
         adapter = SlowAdapter(plain.config, plain.script)
-        adapter.delay, adapter.log, adapter.fetching = self.delay, self.log, self.fetching
+        adapter.delay, adapter.busy, adapter.log, adapter.fetching = (
+            self.delay,
+            self.busy,
+            self.log,
+            self.fetching,
+        )
         self.adapters[-1] = adapter
         return adapter
 
@@ -83,9 +103,9 @@ class Listener(MembershipListener):
 
 
 def make(
-    *scripts: Iterable[Step], delay: float = 0.0, log: ThreadLog | None = None, **kw: Any
+    *scripts: Iterable[Step], delay: float = 0.0, busy: float = 0.0, log: ThreadLog | None = None, **kw: Any
 ) -> tuple[AsyncStaticConsumer, SlowFactory]:
-    factory = SlowFactory(*scripts, delay=delay, log=log)
+    factory = SlowFactory(*scripts, delay=delay, busy=busy, log=log)
     consumer = AsyncStaticConsumer(
         SETTINGS, env={"POD_NAME": "app-0"}, adapter_factory=factory, probe=lambda s: MODERN, **kw
     )
@@ -143,30 +163,45 @@ def test_the_loop_keeps_running_while_the_client_waits() -> None:
     for batch in range(3):
         script += [rec(0, batch), None]
     consumer, _ = make(script, delay=1.0)
-    gaps: list[float] = []
 
-    async def ticker() -> None:
-        last = time.monotonic()
-        while True:
-            await asyncio.sleep(0.01)
-            now = time.monotonic()
-            gaps.append(now - last)
-            last = now
-
-    async def main() -> list[int]:
-        tick = asyncio.create_task(ticker())
+    async def main() -> tuple[list[int], LoopLag]:
         got: list[int] = []
-        async with consumer:
+        async with consumer, LoopLag() as lag:
             for _ in range(3):
                 got += offsets(await consumer.consume_batch(10, 1.0))
-        tick.cancel()
-        return got
+        return got, lag
 
     started = time.monotonic()
-    assert run(main) == [0, 1, 2]
+    got, lag = run(main)
+    assert got == [0, 1, 2]
+    assert time.monotonic() - started >= 3.0  # the three consumes did wait
+    assert lag.ticks > 10 and lag.worst < 0.5, f"the loop stalled for {lag.worst:.2f}s"
+
+
+def test_the_loop_keeps_running_while_the_client_hands_out_full_batches_at_full_rate() -> None:
+    """At full rate the consumer's thread is busy in Python (building records), holding the GIL, rather
+    than waiting: every consume here spins for 0.6 s and returns a full batch. The loop still gets its
+    turns (CPython hands the GIL over every few milliseconds); a consume run on the loop would hold the
+    timer back for at least 0.6 s each time."""
+    script: list[Step] = [Assign((tp(0),)), *[rec(0, i) for i in range(3 * 500)]]
+    consumer, factory = make(script, busy=0.6)
+
+    async def main() -> tuple[int, LoopLag]:
+        handled = 0
+        async with consumer, LoopLag() as lag:
+            while handled < 1500:
+                batch = await consumer.consume_batch(500, 1.0)
+                assert len(batch) == 500  # full batches, no waiting for data
+                handled += len(batch)
+                await consumer.commit(batch)
+        return handled, lag
+
+    started = time.monotonic()
+    handled, lag = run(main)
     took = time.monotonic() - started
-    assert took >= 3.0  # the three consumes did wait
-    assert len(gaps) > 10 and max(gaps) < 0.5, f"the loop stalled for {max(gaps):.2f}s"
+    assert handled == 1500 and factory.last.commits[-1] == {tp(0): 1500}
+    assert took >= 1.8  # the three consumes did keep their thread busy
+    assert lag.ticks > 20 and lag.worst < 0.3, f"the loop stalled for {lag.worst:.2f}s of {took:.1f}s"
 
 
 def test_fencing_raises_in_the_awaiting_task_and_the_state_says_so() -> None:
@@ -185,6 +220,97 @@ def test_fencing_raises_in_the_awaiting_task_and_the_state_says_so() -> None:
 
     run(main)
     assert factory.last.commits == [{tp(0): 1}]  # nothing after the fence
+
+
+def test_a_revoke_commits_what_was_processed_before_the_partitions_go() -> None:
+    """The sync core's commit on revoke, through the async path: the rebalance runs inside an awaited
+    fetch, on the consumer's thread, and commits the records marked processed before the revoke."""
+    log = ThreadLog()
+    rebalance = [Revoke((tp(0), tp(1))), Assign((tp(1),))]
+    consumer, factory = make(
+        [Assign((tp(0), tp(1))), rec(0, 0), rec(1, 0), None, *rebalance, rec(1, 1)], log=log
+    )
+
+    async def main() -> tuple[list[MembershipEvent], int]:
+        events = consumer.events()
+        async with consumer:
+            for record in (await consumer.consume_batch(10, 0.0)).records():
+                await consumer.mark_processed(record)
+            assert factory.last.commits == []  # marked, not committed yet
+            assert offsets(await consumer.consume_batch(10, 0.0)) == [1]  # the rebalance ran in this fetch
+            assert factory.last.commits == [{tp(0): 1, tp(1): 1}]  # committed before the partitions went
+            assert consumer.assignment == (tp(1),)
+            assert await consumer.commit() == {}  # revoked offsets are not committed again
+        return [e async for e in events], threading.get_ident()
+
+    events, loop_thread = run(main)
+    assert [type(e) for e in events] == [Joining, Assigned, Revoked, Assigned, Revoked, Closed]
+    assert events[2].partitions == (tp(0), tp(1))  # type: ignore[attr-defined]
+    commit_threads = {ident for what, ident in log.threads if what == "commit"}
+    consume_threads = {ident for what, ident in log.threads if what == "consume"}
+    assert commit_threads == consume_threads and loop_thread not in commit_threads
+
+
+def test_lost_partitions_are_never_committed_through_the_async_path() -> None:
+    """max_poll_interval_ms exceeded, the partition lost: what was marked processed before is not
+    committed, not by commit(), not by the reassignment, not by close()."""
+    consumer, factory = make(
+        [Assign((tp(0),)), rec(0, 4), None, MAX_POLL, Lose((tp(0),)), Assign((tp(0),)), rec(0, 4), None]
+    )
+
+    async def main() -> list[MembershipEvent]:
+        events = consumer.events()
+        async with consumer:
+            [record] = (await consumer.consume_batch(10, 0.0)).records()
+            await consumer.mark_processed(record)
+            assert offsets(await consumer.consume_batch(10, 0.0)) == []  # _MAX_POLL_EXCEEDED, logged
+            assert offsets(await consumer.consume_batch(10, 0.0)) == [4]  # lost, reassigned, read again
+            assert await consumer.commit() == {}  # the processed offset died with the lost assignment
+        return [e async for e in events]
+
+    events = run(main)
+    assert Lost in [type(e) for e in events]
+    assert factory.last.commits == []
+
+
+def test_nothing_is_committed_after_a_fence_through_the_async_path() -> None:
+    """Records marked processed before the fence stay uncommitted: the awaiting task gets
+    FencedInstanceError, and neither commit() nor close() sends anything afterwards."""
+    consumer, factory = make([Assign((tp(0),)), rec(0, 0), rec(0, 1), None, FENCED])
+
+    async def main() -> None:
+        async with consumer:
+            for record in (await consumer.consume_batch(10, 0.0)).records():
+                await consumer.mark_processed(record)
+            with pytest.raises(FencedInstanceError):
+                await consumer.consume_batch(10, 0.0)
+            with pytest.raises(FencedInstanceError):
+                await consumer.commit()
+        assert consumer.state is State.CLOSED
+
+    run(main)
+    assert factory.last.commits == []
+    assert "unsubscribe" not in factory.last.calls
+
+
+def test_batches_raise_a_fence_refusing_the_commit_and_commit_nothing_after_it() -> None:
+    """The commit of a batch refused because another process took the instance id (FENCED_INSTANCE_ID):
+    the `async for` ends with FencedInstanceError, and close() commits nothing."""
+    consumer, factory = make([Assign((tp(0),)), rec(0, 0), None, rec(0, 1), None, rec(0, 2)])
+
+    async def main() -> list[list[int]]:
+        seen: list[list[int]] = []
+        async with consumer:
+            with pytest.raises(FencedInstanceError):
+                async for batch in consumer.batches(10, 0.0):
+                    seen.append(offsets(batch))
+                    if len(seen) == 2:
+                        factory.last.commit_failures.append(FENCED)  # the commit of this batch is refused
+        return seen
+
+    assert run(main) == [[0], [1]]
+    assert factory.last.commits == [{tp(0): 1}]  # the first batch; nothing of the second, nothing at close
+    assert "unsubscribe" not in factory.last.calls
 
 
 def test_batches_commit_each_batch_after_the_body_and_end_on_stop() -> None:

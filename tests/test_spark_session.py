@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import logging
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -199,3 +201,57 @@ def test_spark_connect_without_its_packages_says_what_to_install(monkeypatch: py
     monkeypatch.setattr(SparkSession.Builder, "getOrCreate", missing)
     with pytest.raises(ConfigurationError, match=r"static-consumer\[spark-connect\]"):
         spark_session("sc://spark-connect:15002")
+
+
+def _options_of_the_built_session(monkeypatch: pytest.MonkeyPatch) -> None:
+    """getOrCreate() returns the builder's options instead of starting Spark."""
+    from pyspark.sql.session import SparkSession
+
+    monkeypatch.setattr(SparkSession.Builder, "getOrCreate", lambda self: dict(self._options))
+
+
+def test_spark_remote_in_the_environment_gives_a_connect_session(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The StatefulSet of docs/spark.md sets only SPARK_REMOTE: spark_session() connects there, as
+    PySpark's own builder does, instead of setting a master next to it (PySpark refuses that pair)."""
+    from pyspark.errors import PySparkRuntimeError
+    from pyspark.sql.session import SparkSession
+
+    from static_consumer.spark import spark_session
+
+    _options_of_the_built_session(monkeypatch)
+    monkeypatch.setenv("SPARK_REMOTE", "sc://spark-connect:15002")
+    with pytest.raises(PySparkRuntimeError, match="CANNOT_CONFIGURE_SPARK_CONNECT_MASTER"):
+        SparkSession.builder.master("local[*]")  # what spark_session() used to do
+    options: Any = spark_session()
+    assert options["spark.remote"] == "sc://spark-connect:15002" and "spark.master" not in options
+    options = spark_session("sc://other:15002")  # an explicit remote wins
+    assert options["spark.remote"] == "sc://other:15002"
+
+
+def test_spark_remote_next_to_an_explicit_master_is_a_configuration_error_without_the_token(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    from static_consumer.errors import ConfigurationError
+    from static_consumer.spark import spark_session
+
+    _options_of_the_built_session(monkeypatch)
+    env = {"SPARK_REMOTE": "sc://spark-connect:15002/;token=s3cr3t-bearer;user_id=bridge"}
+    with caplog.at_level(logging.DEBUG, logger="static_consumer"):
+        options: Any = spark_session(env=env)
+    assert options["spark.remote"] == env["SPARK_REMOTE"]  # the token goes to Spark, not to the log
+    assert "sc://spark-connect:15002/" in caplog.text and "s3cr3t" not in caplog.text
+    with pytest.raises(ConfigurationError, match="Unset SPARK_REMOTE or leave master out") as raised:
+        spark_session(master="spark://m:7077", env=env)
+    assert "s3cr3t-bearer" not in str(raised.value) and "sc://spark-connect:15002/" in str(raised.value)
+
+
+def test_without_spark_remote_the_session_is_local(monkeypatch: pytest.MonkeyPatch) -> None:
+    from static_consumer.spark import spark_session
+
+    _options_of_the_built_session(monkeypatch)
+    monkeypatch.delenv("SPARK_REMOTE", raising=False)
+    options: Any = spark_session(driver_memory="1g", env={"SPARK_REMOTE": ""})
+    assert options["spark.master"] == "local[*]" and "spark.remote" not in options
+    assert options["spark.driver.host"] == "127.0.0.1"
+    options = spark_session(master="spark://m:7077", driver_memory="1g", env={})
+    assert options["spark.master"] == "spark://m:7077"

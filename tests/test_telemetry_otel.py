@@ -20,6 +20,7 @@ from static_consumer._core import modes as modes_module
 from static_consumer.consumer import StaticConsumer
 from static_consumer.events import (
     Assigned,
+    BatchProgress,
     Closed,
     Fenced,
     HeldAssignment,
@@ -200,6 +201,58 @@ def test_stalls_count_by_verdict_with_dropped_records_and_a_span(otel: Otel) -> 
     spans = [s for s in otel.spans.get_finished_spans() if s.name == "static_consumer.stall"]
     assert [s.status.status_code for s in spans] == [StatusCode.ERROR, StatusCode.UNSET]
     assert spans[0].start_time == 10 * 10**9 and spans[0].end_time == 20 * 10**9  # the gap and the check
+
+
+def batch(at: float, batch_id: int, records: int, **extra: Any) -> BatchProgress:
+    values: dict[str, Any] = {
+        "collect_s": 0.5,
+        "process_s": 2.0,
+        "commit_s": 0.25,
+        "input_rows_per_s": records / 4.0,
+        "processing_rows_per_s": records / 2.0,
+        "lag": None,
+        "committed": True,
+        **extra,
+    }
+    return BatchProgress(**fields(at, 3), batch_id=batch_id, records=records, bytes=100 * records, **values)
+
+
+def test_spark_batches_report_rows_rates_durations_lag_and_a_span(otel: Otel) -> None:
+    otel.feed(joining(0, HeldAssignment(False, (), "Stable")), Assigned(**fields(1, 3), partitions=tps(0)))
+    assert "static_consumer.spark.input_rows_per_s" not in otel.metrics(), "no value before a batch"
+    assert "static_consumer.spark.lag" not in otel.metrics()
+    otel.feed(batch(10.0, 0, 1_000, version=1_000))
+    assert "static_consumer.spark.lag" not in otel.metrics(), "lag not known yet: no value"
+    otel.feed(batch(14.0, 1, 3_000, lag=500, committed=False, input_rows_per_s=750.0))
+
+    pod = {"messaging.consumer.group.name": GROUP, "static_consumer.instance_id": "app-1"}
+    assert otel.total("static_consumer.spark.records", **pod) == 4_000
+    assert otel.total("static_consumer.spark.batches", **{"static_consumer.spark.committed": "true"}) == 1
+    assert otel.total("static_consumer.spark.batches", **{"static_consumer.spark.committed": "false"}) == 1
+    for phase, seconds in (("collect", 0.5), ("process", 2.0), ("commit", 0.25)):
+        by_phase = {"static_consumer.spark.phase": phase}
+        assert otel.total("static_consumer.spark.batch.duration", **by_phase) == (2, 2 * seconds), phase
+    # Gauges: the last batch's values (summed over pods, the rates are the pipeline's).
+    assert otel.metrics()["static_consumer.spark.input_rows_per_s"] == [
+        ({**pod, "messaging.system": "kafka", "static_consumer.protocol": "classic"}, 750.0)
+    ]
+    assert otel.total("static_consumer.spark.processing_rows_per_s", **pod) == 1_500.0
+    assert otel.total("static_consumer.spark.lag", **pod) == 500
+    otel.feed(batch(16.0, 2, 200))  # lag unknown again: the last known lag stays
+    assert otel.total("static_consumer.spark.lag") == 500
+    assert otel.total("static_consumer.spark.processing_rows_per_s") == 100.0
+
+    spans = [s for s in otel.spans.get_finished_spans() if s.name == "static_consumer.spark.batch"]
+    assert len(spans) == 3 and spans[0].attributes is not None and spans[1].attributes is not None
+    # The span is fn's time: it ended commit_s before the event, after process_s.
+    assert (spans[0].start_time, spans[0].end_time) == (7_750_000_000, 9_750_000_000)
+    assert spans[0].attributes["static_consumer.spark.version"] == 1_000
+    assert spans[0].attributes["static_consumer.spark.records"] == 1_000
+    assert spans[1].attributes["static_consumer.spark.committed"] == "false"
+    assert spans[1].attributes["static_consumer.spark.input_rows_per_s"] == 750.0
+    assert spans[1].attributes["static_consumer.spark.processing_rows_per_s"] == 1_500.0
+    assert "static_consumer.spark.version" not in spans[1].attributes
+    assert spans[1].attributes["static_consumer.generation"] == 3
 
 
 def test_listener_works_without_an_sdk() -> None:

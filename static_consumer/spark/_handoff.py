@@ -9,10 +9,11 @@
   Parquet reader under the same schema. The executors must read the file at the same path: a local
   session's executors share the driver's disk; for any other session (a cluster master, Spark Connect)
   ``directory`` must name a directory they all see (a shared volume), else ``ConfigurationError``.
-  Measured here per batch of 100,000 records (DataFrame plus a ``noop`` write): 0.11-0.2 s, against
-  0.17-0.3 s for ``arrow`` with the threshold at 0 and 0.5-0.6 s at Spark's default; and without the
-  driver-memory cost. The file is deleted once ``fn`` returned, so the DataFrame is only valid inside
-  ``fn`` (cache or write what you need before returning, as with ``foreachBatch``). A process killed
+  Measured per batch of 100,000 records (DataFrame plus a ``noop`` write; docs/spark.md,
+  ``bench/measure_spark_handoff.py``): 0.16 s in the median, against 0.18 s for ``arrow`` with the
+  threshold at 0 and 0.33 s at Spark's default; and without the driver-memory cost. The file is deleted
+  once ``fn`` returned, so the DataFrame is only valid inside ``fn`` (cache or write what you need
+  before returning, as with ``foreachBatch``). A process killed
   before it could clean up leaves at most one batch file behind; the next runner on the host removes
   directories of its processes that no longer run.
 

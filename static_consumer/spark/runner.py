@@ -149,7 +149,9 @@ class MicroBatchRunner:
         """Finish and commit the batch in flight, then return from :meth:`run`; records collected for the
         next batch are left uncommitted (read again after a restart). Bounded by ``shutdown_timeout_s``
         from this call: a batch still running then is abandoned uncommitted and its Spark jobs are
-        cancelled, and the consumer closes without leaving the group. Signal-safe (no I/O)."""
+        cancelled, and the consumer closes without leaving the group. Python cannot stop a thread: an
+        abandoned ``fn`` keeps running on its daemon thread after :meth:`run` returned, until it returns
+        or the process exits. Signal-safe (no I/O)."""
         if self._stop_at is None:
             self._stop_at = self._clock()
         self._stopped.set()

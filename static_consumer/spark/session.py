@@ -17,6 +17,7 @@ from importlib import resources
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from static_consumer._secrets import redact_url_params
 from static_consumer.errors import ConfigurationError
 
 if TYPE_CHECKING:
@@ -90,8 +91,9 @@ def local_conf(
         "spark.sql.execution.arrow.pyspark.enabled": "true",
         # createDataFrame(arrow table) turns tables under this size (default 48 MiB, i.e. every bridge
         # batch) into rows on the driver, in one thread, and ships the rows in the tasks. At 0 the Arrow
-        # batches go to the executors as they are and are read there in parallel: measured here, a
-        # 100,000-record batch went from 0.5-0.6 s to 0.17-0.3 s (createDataFrame plus a noop write).
+        # batches go to the executors as they are and are read there in parallel: a 100,000-record
+        # batch (createDataFrame plus a noop write) took 0.33 s at the default and 0.18 s at 0 in the
+        # median (bench/measure_spark_handoff.py, docs/spark.md).
         "spark.sql.execution.arrow.localRelationThreshold": "0",
     }
     if driver_host is not None:
@@ -114,7 +116,7 @@ def local_conf(
 def spark_session(
     remote: str | None = None,
     *,
-    master: str = "local[*]",
+    master: str | None = None,
     app_name: str = "static-consumer",
     driver_memory: str | None = None,
     jars: Sequence[str] = (),
@@ -123,10 +125,16 @@ def spark_session(
     driver_host: str | None = None,
     bind_address: str | None = None,
     delta: bool = False,
+    env: Mapping[str, str] | None = None,
 ) -> SparkSession:
     """A SparkSession: a driver in this process (``master``, default ``local[*]``; or a cluster master
     such as ``spark://master:7077``), or the Spark Connect server at ``remote`` (e.g.
     ``"sc://spark-connect:15002"``; needs ``static-consumer[spark-connect]``).
+
+    Without ``remote`` and ``master``, ``SPARK_REMOTE`` in the environment (``env``, default
+    ``os.environ``) names the Connect server, as it does for PySpark's own builder: a pod spec that sets
+    it gets a Connect session. ``SPARK_REMOTE`` next to an explicit ``master`` is a
+    :class:`~static_consumer.errors.ConfigurationError` (PySpark would refuse the pair too).
 
     ``driver_host``/``bind_address``: see :func:`local_conf`. ``delta=True`` adds Delta Lake's jars
     (resolved from Maven Central, see :func:`~static_consumer.spark.resolve_delta`) and its SQL
@@ -136,6 +144,17 @@ def spark_session(
     """
     from pyspark.sql import SparkSession
 
+    from_env = (os.environ if env is None else env).get("SPARK_REMOTE") or None
+    if remote is None and from_env is not None:
+        if master is not None:
+            raise ConfigurationError(
+                f"spark_session(master={master!r}) with SPARK_REMOTE={redact_url_params(from_env)!r} in "
+                "the environment: a session is either a driver with a master or a Spark Connect client. "
+                "Unset SPARK_REMOTE or leave master out"
+            )
+        remote = from_env
+        log.info("Spark Connect at %s (SPARK_REMOTE)", redact_url_params(remote))
+    master = master or "local[*]"
     builder = SparkSession.builder.appName(app_name)
     if remote is not None:
         builder = builder.remote(remote)

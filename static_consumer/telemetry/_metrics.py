@@ -145,6 +145,21 @@ METRICS: tuple[Metric, ...] = (
         java="records-lag (summed over the batch's partitions)",
     ),
     Metric(
+        "static_consumer.spark.input_rows_per_s",
+        "gauge",
+        "{record}/s",
+        "Spark bridge: the last processed batch's input rate, its records over the time since the "
+        "previous batch was handed to fn (a streaming query's inputRowsPerSecond); no value before the "
+        "first batch.",
+    ),
+    Metric(
+        "static_consumer.spark.processing_rows_per_s",
+        "gauge",
+        "{record}/s",
+        "Spark bridge: the last processed batch's processing rate, its records over the seconds fn took "
+        "(a streaming query's processedRowsPerSecond); no value before the first batch.",
+    ),
+    Metric(
         "static_consumer.stalls",
         "counter",
         "{stall}",

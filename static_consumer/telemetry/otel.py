@@ -51,6 +51,7 @@ from static_consumer.telemetry._tracker import (
 
 SCOPE = "static_consumer"
 Attributes = dict[str, str | int]
+SpanAttributes = dict[str, str | int | float]
 
 _SECONDS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 120.0, 300.0)
 _PARTITIONS = (0.0, 1.0, 2.0, 4.0, 8.0, 16.0, 32.0, 64.0, 128.0, 256.0, 512.0, 1024.0)
@@ -107,10 +108,17 @@ class OtelListener(MembershipListener):
         self._records = counter("static_consumer.spark.records")
         self._batches = counter("static_consumer.spark.batches")
         self._batch_duration = histogram("static_consumer.spark.batch.duration", _SECONDS)
-        self._lag: int | None = None
-        self._lag_attrs: Attributes = {}
-        spec = by_name["static_consumer.spark.lag"]
-        meter.create_observable_gauge(spec.name, [self._last_lag], spec.unit, spec.description)
+        # The last batch's lag and rates, observed by the gauges (each pod reports its own: summed over
+        # pods, the rates are the pipeline's).
+        self._last_batch: dict[str, float | int] = {}
+        self._batch_attrs: Attributes = {}
+        for name, field in (
+            ("static_consumer.spark.lag", "lag"),
+            ("static_consumer.spark.input_rows_per_s", "input_rows_per_s"),
+            ("static_consumer.spark.processing_rows_per_s", "processing_rows_per_s"),
+        ):
+            spec = by_name[name]
+            meter.create_observable_gauge(spec.name, [self._observe(field)], spec.unit, spec.description)
 
     # -- MembershipListener --------------------------------------------------------------------------
 
@@ -138,7 +146,8 @@ class OtelListener(MembershipListener):
         self._handle(event)
 
     def on_batch(self, event: BatchProgress) -> None:
-        """A Spark bridge batch: rows, durations by phase, the lag, and a span over its processing."""
+        """A Spark bridge batch: rows, durations by phase, the lag, the input and processing rates, and a
+        span over its processing."""
         attrs = self._metric_attributes(event)
         self._records.add(event.records, attrs)
         self._batches.add(1, {**attrs, COMMITTED: str(event.committed).lower()})
@@ -148,12 +157,17 @@ class OtelListener(MembershipListener):
             ("commit", event.commit_s),
         ):
             self._batch_duration.record(seconds, {**attrs, PHASE: phase})
+        self._batch_attrs = attrs
+        self._last_batch["input_rows_per_s"] = event.input_rows_per_s
+        self._last_batch["processing_rows_per_s"] = event.processing_rows_per_s
         if event.lag is not None:
-            self._lag, self._lag_attrs = event.lag, attrs
-        extra: Attributes = {
+            self._last_batch["lag"] = event.lag
+        extra: SpanAttributes = {
             "static_consumer.spark.batch_id": event.batch_id,
             "static_consumer.spark.records": event.records,
             "static_consumer.spark.committed": str(event.committed).lower(),
+            "static_consumer.spark.input_rows_per_s": event.input_rows_per_s,
+            "static_consumer.spark.processing_rows_per_s": event.processing_rows_per_s,
         }
         if event.version is not None:
             extra["static_consumer.spark.version"] = event.version
@@ -235,10 +249,10 @@ class OtelListener(MembershipListener):
         start: float,
         end: float,
         event: MembershipEvent,
-        extra: Mapping[str, str | int],
+        extra: Mapping[str, str | int | float],
         error: str | None = None,
     ) -> None:
-        attrs: Attributes = {**self._attrs, **extra}
+        attrs: SpanAttributes = {**self._attrs, **extra}
         if event.member_id is not None:
             attrs["static_consumer.member_id"] = event.member_id
         if event.generation is not None:
@@ -250,10 +264,12 @@ class OtelListener(MembershipListener):
             span.set_status(Status(StatusCode.ERROR, error))
         span.end(end_time=_ns(end))
 
-    def _last_lag(self, _options: metrics.CallbackOptions) -> Iterable[metrics.Observation]:
-        if self._lag is None:
-            return []
-        return [metrics.Observation(self._lag, self._lag_attrs)]
+    def _observe(self, field: str) -> Callable[[metrics.CallbackOptions], Iterable[metrics.Observation]]:
+        def observe(_options: metrics.CallbackOptions) -> Iterable[metrics.Observation]:
+            value = self._last_batch.get(field)
+            return [] if value is None else [metrics.Observation(value, self._batch_attrs)]
+
+        return observe
 
     def _since_last(self, _options: metrics.CallbackOptions) -> Iterable[metrics.Observation]:
         last = self._tracker.last_rebalance_at

@@ -8,13 +8,16 @@ Spec keys besides the common ones (see :mod:`static_consumer.testing.child`):
   ``path``: at-least-once), ``parquet`` (:func:`~static_consumer.spark.write_parquet`) or ``delta``
   (:func:`~static_consumer.spark.write_delta`), both exactly-once with ``checkpoint``;
 - ``max_records``, ``max_wait_s``, ``handoff``, ``handoff_dir``, ``event_log`` (a JSONL event log,
-  which gets the ``batch`` lines), ``stop_session_at`` (stop the SparkSession inside that batch),
+  which gets the ``batch`` lines), ``conf`` (Spark conf of a session this process drives),
+  ``native_to`` (after the run, Spark's own Kafka source writes the topics there as Parquet),
+  ``stop_session_at`` (stop the SparkSession inside that batch),
   ``hold_from_batch`` and ``hold_s`` (from that batch on, fn waits ``hold_s`` after writing: a window
   in which the batch is in the sink but neither checkpointed as done nor committed, for a kill).
 
 Events: ready, assigned, revoked, lost, fenced, closed, batch (batch_id, records, version, first and
-last offsets per partition), summary, error (with the error class and exit code), exit. SIGTERM stops
-the runner (bounded by shutdown_timeout_s); the exit code says what happened (75: the session died).
+last offsets per partition), summary (with ``stop_s``, SIGTERM to run() returning), error (with the
+error class and exit code), exit. SIGTERM stops the runner (bounded by shutdown_timeout_s); the exit code
+says what happened (75: the session died).
 """
 
 from __future__ import annotations
@@ -61,6 +64,21 @@ def _sink(spec: dict[str, Any], spark: Any, emit: Emit) -> Callable[[Any, Any], 
     return fn
 
 
+def _native_read(spark: Any, settings: ConsumerSettings, path: str) -> None:
+    """The topics as Spark's own Kafka source reads them, written to Parquet at ``path`` (to compare)."""
+    (
+        spark.read.format("kafka")
+        .option("kafka.bootstrap.servers", settings.bootstrap_servers)
+        .option("subscribe", ",".join(settings.topics))
+        .option("includeHeaders", "true")
+        .option("startingOffsets", "earliest")
+        .option("endingOffsets", "latest")
+        .load()
+        .write.mode("overwrite")
+        .parquet(path)
+    )
+
+
 def run_spark(spec: dict[str, Any], emit: Emit) -> int:
     from static_consumer.spark import BatchLimits, MicroBatchRunner, spark_session
 
@@ -73,7 +91,7 @@ def run_spark(spec: dict[str, Any], emit: Emit) -> int:
             driver_memory=spec.get("driver_memory", "1g"),
             driver_host=spec.get("driver_host"),
             delta=spec.get("sink") == "delta",
-            conf={"spark.sql.shuffle.partitions": "2"},
+            conf={"spark.sql.shuffle.partitions": "2", **spec.get("conf", {})},
         )
     listeners: list[MembershipListener] = [_Streamer(emit, None)]
     if spec.get("event_log"):
@@ -95,13 +113,22 @@ def run_spark(spec: dict[str, Any], emit: Emit) -> int:
         listeners=listeners,
         lag_interval_s=float(spec.get("lag_interval_s", 2.0)),
     )
-    signal.signal(signal.SIGTERM, lambda _s, _f: runner.stop())
+    stop_at: list[float] = []  # when SIGTERM came: the summary says how long run() took from there
+
+    def on_sigterm(_s: int, _f: object) -> None:
+        stop_at.append(time.monotonic())
+        runner.stop()
+
+    signal.signal(signal.SIGTERM, on_sigterm)
     timer = threading.Timer(float(spec.get("max_runtime_s", 240)), runner.stop)  # every run ends
     timer.daemon = True
     timer.start()
     emit("ready", session_s=round(time.monotonic() - started, 3))
     try:
         summary = runner.run(idle_timeout_s=spec.get("idle_timeout_s"), max_batches=spec.get("max_batches"))
+        returned_at = time.monotonic()
+        if spec.get("native_to"):
+            _native_read(spark, ConsumerSettings(**spec["settings"]), str(spec["native_to"]))
     except Exception as exc:  # noqa: BLE001 - reported to the test, then the exit code says what happened
         emit("error", kind_of=type(exc).__name__, reason=str(exc)[:500], exit_code=exit_code_for(exc))
         return exit_code_for(exc)
@@ -117,6 +144,7 @@ def run_spark(spec: dict[str, Any], emit: Emit) -> int:
         records=summary.records,
         seconds=round(summary.seconds, 3),
         cpu_s=round(time.process_time(), 3),
+        stop_s=round(returned_at - stop_at[0], 3) if stop_at else None,
     )
     return 0
 
