@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import atexit
+import functools
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -15,6 +18,14 @@ from pathlib import Path
 from typing import Any
 
 Event = dict[str, Any]
+
+
+@functools.cache
+def _stderr_dir() -> Path:
+    """One directory per test/demo process for its children's stderr files, removed when it exits."""
+    path = Path(tempfile.mkdtemp(prefix="static-consumer-children-"))
+    atexit.register(shutil.rmtree, path, ignore_errors=True)
+    return path
 
 
 class ConsumerProcess:
@@ -42,7 +53,9 @@ class ConsumerProcess:
         self._log = open(log_path, "a", encoding="utf-8") if log_path is not None else None
         self._reaped = False
         self.note("spawn")
-        self._stderr = Path(tempfile.mkstemp(prefix=f"{name}-", suffix=".stderr")[1])
+        fd, stderr_path = tempfile.mkstemp(prefix=f"{name}-", suffix=".stderr", dir=_stderr_dir())
+        os.close(fd)
+        self._stderr = Path(stderr_path)
         child_env = {**os.environ, **(env or {})}
         with open(self._stderr, "wb") as err:
             self.proc = subprocess.Popen(
