@@ -1,83 +1,15 @@
-"""Helpers for the broker-fault tests: a producer that keeps writing through faults, and cluster waits."""
+"""Helpers for the broker-fault tests: cluster waits and what the coordinator and members know.
+
+``SteadyProducer`` (the shared background producer) is re-exported for the tests that import it here.
+"""
 
 from __future__ import annotations
 
-import threading
-import time
-from typing import Any
-
 from static_consumer.testing import describe_group
 from static_consumer.testing.group import Group
-from static_consumer.testing.kafka_ops import QUIET_LOGGER, high_watermarks, metadata
+from static_consumer.testing.kafka_ops import high_watermarks, metadata
 from static_consumer.testing.processes import wait_until
-
-
-class SteadyProducer:
-    """Writes sequence-numbered records at ``rate_per_s`` from a thread until :meth:`stop`.
-
-    acks=all with idempotence: a retry after a broker fault never writes a record twice, so every
-    offset below the high watermark is exactly one acknowledged record.
-    """
-
-    def __init__(self, bootstrap: str, topic: str, rate_per_s: int = 200, max_s: float = 300.0) -> None:
-        from confluent_kafka import Producer
-
-        self._producer = Producer(
-            {
-                "bootstrap.servers": bootstrap,
-                "acks": "all",
-                "enable.idempotence": True,
-                "linger.ms": 5,
-                "logger": QUIET_LOGGER,
-            }
-        )
-        self._topic, self._rate, self._max_s = topic, rate_per_s, max_s
-        self._halt = threading.Event()
-        self.sent = 0
-        self.acked = 0
-        self.errors: list[str] = []
-        self._thread = threading.Thread(target=self._run, name="steady-producer", daemon=True)
-
-    def _ack(self, err: Any, _msg: Any) -> None:
-        if err is None:
-            self.acked += 1
-        else:
-            self.errors.append(str(err))
-
-    def _run(self) -> None:
-        began = time.monotonic()
-        while not self._halt.is_set() and time.monotonic() - began < self._max_s:
-            due = int((time.monotonic() - began) * self._rate)
-            while self.sent < due:
-                key = str(self.sent).encode()
-                try:
-                    self._producer.produce(self._topic, key=key, value=key, on_delivery=self._ack)
-                except BufferError:  # queue full while a leader is moving: wait for acks, then go on
-                    self._producer.poll(0.1)
-                    continue
-                self.sent += 1
-            self._producer.poll(0.02)
-
-    def __enter__(self) -> SteadyProducer:
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        # Also on a failing test: stop the thread and give up on what is still queued, quietly.
-        self._halt.set()
-        self._thread.join(timeout=10)
-        self._producer.flush(5)
-
-    def stop(self, timeout_s: float = 90.0) -> int:
-        """Stop writing, wait for every acknowledgement; the number acknowledged (all of them)."""
-        self._halt.set()
-        self._thread.join(timeout=10)
-        remaining = self._producer.flush(timeout_s)
-        assert remaining == 0 and not self.errors and self.acked == self.sent, (
-            f"producer: {self.acked} of {self.sent} acknowledged, {remaining} queued, "
-            f"errors {self.errors[:3]}"
-        )
-        return self.acked
+from static_consumer.testing.producer import SteadyProducer as SteadyProducer
 
 
 def wait_all_consumed(group: Group, timeout_s: float = 120.0) -> set[tuple[str, int, int]]:

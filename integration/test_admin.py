@@ -1,5 +1,6 @@
 """Operator tools on a real broker: remove-members and scale-down move a dead static member's partitions at
-once (instead of after the session timeout), unknown ids are refused, probe and describe read the cluster."""
+once (instead of after the session timeout), under both group protocols; unknown ids are refused, probe
+and describe read the cluster."""
 
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ from typing import Any
 from static_consumer.admin import describe_group
 from static_consumer.admin.cli import main
 from static_consumer.settings import ConsumerSettings
+from static_consumer.testing.group import shorten_consumer_session
 from static_consumer.testing.processes import ConsumerProcess, wait_until
 from static_consumer.testing.specs import confluent_spec
 
@@ -45,6 +47,26 @@ def owned(members: list[ConsumerProcess]) -> int:
     return sum(len(m.assignment()) for m in members)
 
 
+def removed_at_once(
+    settings: ConsumerSettings, dead: ConsumerProcess, survivors: list[ConsumerProcess], *argv: str
+) -> tuple[list[str], float]:
+    """Kill ``dead`` (no goodbye: the broker keeps it, and its partitions, until its session times
+    out), run the CLI removal ``argv``; the ids removed and the seconds until ``survivors`` own every
+    partition the group had."""
+    partitions = owned([dead, *survivors])
+    dead.kill()
+    assert dead.name in describe_group(settings).instance_ids
+    began = time.monotonic()
+    code, result = cli(*argv, "-b", settings.bootstrap_servers)
+    assert (code, result["failed"]) == (0, []), result
+    wait_until(
+        lambda: owned(survivors) == partitions, 30, f"the survivors to own all {partitions} partitions"
+    )
+    owners = [m.assignment() for m in survivors]
+    assert sum(map(len, owners)) == len(set().union(*owners)), "a partition with two owners"
+    return sorted(result["removed"]), time.monotonic() - began
+
+
 def test_remove_members_gives_a_killed_members_partitions_to_the_others_at_once(
     kafka_bootstrap_servers: str,
     kafka_topic_factory: Callable[..., str],
@@ -57,22 +79,15 @@ def test_remove_members_gives_a_killed_members_partitions_to_the_others_at_once(
     ]
     wait_until(lambda: [len(m.assignment()) for m in members] == [2, 2, 2], 60, "a 2+2+2 split")
 
-    members[2].kill()
-    survivors = members[:2]
     settings = ConsumerSettings(bootstrap_servers=bootstrap, group_id=group)
-    # A killed static member sends nothing: the broker keeps it, and its partitions, until the timeout.
-    assert "pod-2" in describe_group(settings).instance_ids
-
-    began = time.monotonic()
-    code, result = cli("remove-members", group, "--instance-id", "pod-2", "-b", bootstrap)
-    assert (code, result["removed"], result["failed"]) == (0, ["pod-2"], [])
-    wait_until(lambda: owned(survivors) == 6, 30, "the survivors to own all 6 partitions")
-    elapsed = time.monotonic() - began
+    removed, elapsed = removed_at_once(
+        settings, members[2], members[:2], "remove-members", group, "--instance-id", "pod-2"
+    )
+    assert removed == ["pod-2"]
     print(
         f"remove-members -> re-owned in {elapsed:.2f} s (session timeout {SESSION_TIMEOUT_MS / 1000:.0f} s)"
     )
     assert elapsed < SESSION_TIMEOUT_MS / 1000 / 4
-    assert survivors[0].assignment().isdisjoint(survivors[1].assignment())
 
     code, described = cli("describe", group, "-b", bootstrap, "--check")
     assert code == 0, described["audit"]
@@ -136,11 +151,8 @@ def test_remove_members_works_for_a_kip848_consumer_protocol_group(
 ) -> None:
     bootstrap, topic, group = kafka_bootstrap_servers, kafka_topic_factory(4), kafka_group_id_factory()
     for i in range(2):
-        spec = confluent_spec(bootstrap, group, [topic], **{"group.instance.id": f"pod-{i}"})
-        for classic_only in ("session.timeout.ms", "heartbeat.interval.ms"):
-            del spec["config"][classic_only]
-        spec["config"]["group.protocol"] = "consumer"
-        kafka_consumer_process_factory(spec, name=f"pod-{i}")
+        config = {"group.instance.id": f"pod-{i}", "group.protocol": "consumer"}
+        kafka_consumer_process_factory(confluent_spec(bootstrap, group, [topic], **config), name=f"pod-{i}")
     settings = ConsumerSettings(bootstrap_servers=bootstrap, group_id=group)
 
     def split() -> list[int]:
@@ -155,6 +167,42 @@ def test_remove_members_works_for_a_kip848_consumer_protocol_group(
     # of a KIP-848 member by instance id and the group settles again.
     assert (code, result["removed"]) == (0, ["pod-1"])
     wait_until(lambda: sorted(split()) == [2, 2], 60, "the group to settle again")
+
+
+def test_kip848_remove_members_and_scale_down_move_a_killed_members_partitions_at_once(
+    kafka_bootstrap_servers: str,
+    kafka_topic_factory: Callable[..., str],
+    kafka_group_id_factory: Callable[..., str],
+    kafka_consumer_process_factory: StartFn,
+) -> None:
+    bootstrap, topic, group = kafka_bootstrap_servers, kafka_topic_factory(6), kafka_group_id_factory()
+    # Under KIP-848 the session is the group's (the broker's allowed maximum is 60 s by default).
+    shorten_consumer_session(bootstrap, group, SESSION_TIMEOUT_MS)
+    pods = []
+    for i in range(3):
+        config = {"group.instance.id": f"orders-{i}", "group.protocol": "consumer"}
+        spec = confluent_spec(bootstrap, group, [topic], **config)
+        pods.append(kafka_consumer_process_factory(spec, name=f"orders-{i}"))
+    wait_until(lambda: [len(p.assignment()) for p in pods] == [2, 2, 2], 60, "a 2+2+2 split")
+    settings = ConsumerSettings(bootstrap_servers=bootstrap, group_id=group)
+    session_s = SESSION_TIMEOUT_MS / 1000
+
+    removed, removed_s = removed_at_once(
+        settings, pods[2], pods[:2], "remove-members", group, "--instance-id", "orders-2"
+    )
+    assert removed == ["orders-2"]
+    # The StatefulSet went from 2 to 1 replica: orders-1 is gone.
+    scaled, scaled_s = removed_at_once(
+        settings, pods[1], pods[:1], "scale-down", group, "--statefulset", "orders", "--replicas", "1"
+    )
+    assert scaled == ["orders-1"]
+    print(
+        f"KIP-848, killed members: remove-members -> re-owned in {removed_s:.2f} s, scale-down in "
+        f"{scaled_s:.2f} s (group session {session_s:.0f} s)"
+    )
+    assert max(removed_s, scaled_s) < session_s / 4  # the removal moved them, not the session's expiry
+    description = describe_group(settings)
+    assert description.group_type == "consumer" and description.instance_ids == {"orders-0"}
 
 
 def test_probe_reports_static_support_and_the_session_bounds(kafka_bootstrap_servers: str) -> None:

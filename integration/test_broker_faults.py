@@ -1,10 +1,17 @@
-"""Broker faults on a real cluster (issue 9): static members ride out broker restarts and outages.
+"""Broker faults on a real cluster (issues 9 and 15): static members ride out broker restarts and outages.
+
+The two 3-node scenarios run once per group protocol, classic and consumer (KIP-848), on one 3-node
+cluster shared by the module (each test leaves every node running and every replica in sync):
 
 - A static member restarts (new member id, same instance id), then every broker of a 3-node cluster is
   restarted in turn, so the group coordinator moves: the new coordinator still knows the member by its
-  new member id (Apache Kafka's system tests check the same), nobody is fenced, nothing rebalances.
+  new member id (Apache Kafka's system tests check the same), nobody is fenced, nothing rebalances (no
+  new classic generation, no KIP-848 group epoch bump: ``JvmKafkaCluster.group_rebalances``).
 - The coordinator's broker is killed (-9) and restarted: no rebalance, nothing lost, and after a clean
   shutdown nothing was delivered twice.
+
+And on their own:
+
 - Bootstrap servers unreachable at start: the capability probe keeps trying for ``connect_timeout_s``,
   then raises BrokerUnavailableError naming the servers; the consumer never joins.
 - The only broker is down for a few seconds mid-consumption: the member resumes with the same instance
@@ -16,10 +23,11 @@ in sync before the next broker goes down, as a rolling restart should (otherwise
 leave a partition with one in-sync replica, and acks=all writes stall until the first broker catches up).
 
 The members use a 30 s session timeout (a common production value; Kafka's default is 45 s) so that a
-slow fail-over cannot expire them: after a kill -9 the KRaft controller fences the dead broker after
-broker.session.timeout.ms (9 s by default) unless it re-registers first, then the new coordinator loads
-the group. (A trial with a 10 s session and the killed broker restarted at once also passed: consumption
-paused for 8 s. Too close to rely on.)
+slow fail-over cannot expire them: the classic members ask for it, KIP-848 groups get it as a group
+config. After a kill -9 the KRaft controller fences the dead broker after broker.session.timeout.ms (9 s
+by default) unless it re-registers first, then the new coordinator loads the group. (A trial with a 10 s
+classic session and the killed broker restarted at once also passed: consumption paused for 8 s. Too
+close to rely on.)
 
 Commits fail for a moment while the coordinator moves (COORDINATOR_LOAD_IN_PROGRESS, NOT_COORDINATOR);
 the child consumer, like run_until_sigterm, defers them to the next commit (BatchCommitter). Each test
@@ -32,7 +40,7 @@ import subprocess
 import sys
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
@@ -55,6 +63,7 @@ from static_consumer.testing import JvmKafkaCluster, create_topic
 from static_consumer.testing.group import Group
 from static_consumer.testing.jvm import free_ports
 from static_consumer.testing.processes import ConsumerProcess
+from static_consumer.testing.rebalances import Rebalance
 from static_consumer.testing.specs import static_spec
 
 PARTITIONS = 6
@@ -73,14 +82,23 @@ def _form(
     group_id: str,
     start: Start,
     members: tuple[str, ...] = MEMBERS,
+    protocol: str = "classic",
 ) -> Group:
     def spec(name: str) -> dict[str, object]:
         spec = static_spec(
-            bootstrap, group_id, [topic], name, session_timeout_ms=SESSION_MS, max_poll_interval_ms=60000
+            bootstrap,
+            group_id,
+            [topic],
+            name,
+            protocol=protocol,
+            session_timeout_ms=SESSION_MS,  # classic only: a group config under KIP-848 (Group sets it)
+            max_poll_interval_ms=60000,
         )
         return {**spec, "max_runtime_s": 600}  # outlive the slowest broker restarts on a loaded machine
 
-    group = Group(start, bootstrap, group_id, topic, partitions, spec_factory=spec)
+    group = Group(
+        start, bootstrap, group_id, topic, partitions, protocol, session_ms=SESSION_MS, spec_factory=spec
+    )
     group.start(members[0]).wait_for_kind("assigned", timeout_s=60)  # the first one leads
     for name in members[1:]:
         group.start(name)
@@ -93,20 +111,37 @@ def _topic(bootstrap: str, partitions: int, **options: Any) -> str:
     return create_topic(bootstrap, f"faults-{uuid.uuid4().hex[:8]}", partitions, **options)
 
 
-def _three_node_group(
-    factory: Callable[..., JvmKafkaCluster], groups: GroupFactory, start: Start
-) -> tuple[JvmKafkaCluster, Group]:
-    cluster = factory(3)
+@pytest.fixture(scope="module")
+def three_nodes(kafka_jvm_module_cluster_factory: Callable[..., JvmKafkaCluster]) -> JvmKafkaCluster:
+    return kafka_jvm_module_cluster_factory(3)
+
+
+@pytest.fixture
+def cluster(three_nodes: JvmKafkaCluster) -> Iterator[JvmKafkaCluster]:
+    """The shared 3-node cluster, every node up and every replica in sync, before and after the test."""
+    for node in three_nodes.nodes:
+        three_nodes.start_node(node.node_id, wait=False)  # a no-op for a running node
+    three_nodes.wait_ready()
+    wait_in_sync(three_nodes.bootstrap_servers)
+    yield three_nodes
+    for node in three_nodes.nodes:  # a failed test may have left one down
+        three_nodes.start_node(node.node_id, wait=False)
+
+
+def _three_node_group(cluster: JvmKafkaCluster, groups: GroupFactory, start: Start, protocol: str) -> Group:
     bootstrap = cluster.bootstrap_servers
     topic = _topic(bootstrap, PARTITIONS, replication=3, config=REPLICATED)
-    return cluster, _form(bootstrap, topic, PARTITIONS, groups(), start)
+    return _form(bootstrap, topic, PARTITIONS, groups(), start, protocol=protocol)
 
 
-def _assert_undisturbed(group: Group, cluster: JvmKafkaCluster, generations: list[int], since: float) -> None:
-    """No fencing, errors or lost partitions; no new generation, revocation or assignment since ``since``."""
+def _assert_undisturbed(
+    group: Group, cluster: JvmKafkaCluster, rebalances: list[Rebalance], since: float
+) -> None:
+    """No fencing, errors or lost partitions; no new generation or group epoch, no revocation or
+    assignment since ``since``."""
     print(f"{deferred_commits(group)} commit(s) failed transiently and went out with the next one")
     assert trouble(group) == []
-    assert cluster.group_generations(group.group_id) == generations, "the group rebalanced"
+    assert cluster.group_rebalances(group.group_id) == rebalances, "the group rebalanced"
     assert group.revocations_since(since) == 0
     rejoined = [p.name for p in group.members.values() if any(e["ts"] >= since for e in p.events("assigned"))]
     assert rejoined == [], "members were assigned partitions again"
@@ -114,19 +149,27 @@ def _assert_undisturbed(group: Group, cluster: JvmKafkaCluster, generations: lis
     assert member_ids(group.bootstrap, group.group_id) == assigned_member_ids(group)
 
 
+def _rebalances_so_far(cluster: JvmKafkaCluster, group: Group) -> list[Rebalance]:
+    found = cluster.group_rebalances(group.group_id)
+    # The group formed, so the broker logged at least one: an empty list would make the check vacuous.
+    assert found, f"no generation or group epoch of {group.group_id} in the broker logs"
+    assert {r.kind for r in found} == {"generation" if group.protocol == "classic" else "epoch"}
+    return found
+
+
+@pytest.mark.parametrize("protocol", ["classic", "consumer"])
 def test_restarted_static_member_is_recognised_while_every_broker_restarts(
-    kafka_jvm_cluster_factory: Callable[..., JvmKafkaCluster],
+    protocol: str,
+    cluster: JvmKafkaCluster,
     kafka_group_id_factory: GroupFactory,
     kafka_consumer_process_factory: Start,
 ) -> None:
-    cluster, group = _three_node_group(
-        kafka_jvm_cluster_factory, kafka_group_id_factory, kafka_consumer_process_factory
-    )
+    group = _three_node_group(cluster, kafka_group_id_factory, kafka_consumer_process_factory, protocol)
     bootstrap = cluster.bootstrap_servers
     with SteadyProducer(bootstrap, group.topic) as producer:
         old_member_id = assigned_member_ids(group)["app-1"]
         before = group.owned()["app-1"]
-        group.stop("app-1")  # closes without LeaveGroup: the broker keeps the instance id
+        group.stop("app-1")  # closes without LeaveGroup (KIP-848: a static leave, epoch -2)
         restarted = group.start("app-1")
         restarted.wait_for_kind("assigned", timeout_s=60)
         group.wait_stable()
@@ -134,7 +177,7 @@ def test_restarted_static_member_is_recognised_while_every_broker_restarts(
         assert new_member_id != old_member_id, "a restarted member gets a new member id"
         assert restarted.assignment() == before
 
-        generations = cluster.group_generations(group.group_id)
+        rebalances = _rebalances_so_far(cluster, group)
         since = time.time()
         coordinators = [coordinator(bootstrap, group.group_id)]
         for node in (1, 2, 3):
@@ -142,40 +185,42 @@ def test_restarted_static_member_is_recognised_while_every_broker_restarts(
             coordinators.append(coordinator(bootstrap, group.group_id))
             cluster.start_node(node)
             wait_in_sync(bootstrap)
-        print(f"coordinator during the roll: {coordinators}; generations {generations}")
+        print(f"{protocol}: coordinator during the roll: {coordinators}; rebalances {rebalances}")
         assert len(set(coordinators)) >= 2, "the coordinator never moved"
         acked = producer.stop()
 
     assert len(wait_all_consumed(group)) == acked
-    _assert_undisturbed(group, cluster, generations, since)
+    _assert_undisturbed(group, cluster, rebalances, since)
     assert member_ids(bootstrap, group.group_id)["app-1"] == new_member_id
 
 
+@pytest.mark.parametrize("protocol", ["classic", "consumer"])
 def test_coordinator_killed_and_restarted_loses_and_duplicates_nothing(
-    kafka_jvm_cluster_factory: Callable[..., JvmKafkaCluster],
+    protocol: str,
+    cluster: JvmKafkaCluster,
     kafka_group_id_factory: GroupFactory,
     kafka_consumer_process_factory: Start,
 ) -> None:
-    cluster, group = _three_node_group(
-        kafka_jvm_cluster_factory, kafka_group_id_factory, kafka_consumer_process_factory
-    )
+    group = _three_node_group(cluster, kafka_group_id_factory, kafka_consumer_process_factory, protocol)
     bootstrap = cluster.bootstrap_servers
     with SteadyProducer(bootstrap, group.topic) as producer:
         group.wait_consumed(300)
-        generations = cluster.group_generations(group.group_id)
+        rebalances = _rebalances_so_far(cluster, group)
+        member_ids_before = member_ids(bootstrap, group.group_id)
         since = time.time()
         killed = coordinator(bootstrap, group.group_id)
         cluster.restart_node(killed, hard=True)  # kill -9, then start it again
         wait_in_sync(bootstrap)
         now = coordinator(bootstrap, group.group_id)
-        print(f"coordinator {killed} killed; coordinator now {now}; generations {generations}")
+        print(f"{protocol}: coordinator {killed} killed; coordinator now {now}; rebalances {rebalances}")
         consumed = len(group.consumed())
         group.wait_consumed(consumed + 300)  # consumption goes on after the fail-over
         acked = producer.stop()
 
     everything = wait_all_consumed(group)
     assert len(everything) == acked
-    _assert_undisturbed(group, cluster, generations, since)
+    _assert_undisturbed(group, cluster, rebalances, since)
+    assert member_ids(bootstrap, group.group_id) == member_ids_before  # instance ids and member ids kept
 
     for name in MEMBERS:
         group.stop(name)
@@ -252,18 +297,18 @@ def test_member_rides_out_an_outage_of_the_only_broker(
     owned = group.owned()
     with SteadyProducer(bootstrap, topic) as producer:  # keeps its records queued while the broker is away
         group.wait_consumed(300)
-        generations = cluster.group_generations(group.group_id)
+        rebalances = _rebalances_so_far(cluster, group)
         since = time.time()
         cluster.stop_node(1)
         down_at = time.monotonic()
         time.sleep(OUTAGE_S)
         cluster.start_node(1)
-        print(f"broker away for {time.monotonic() - down_at:.1f} s; generations {generations}")
+        print(f"broker away for {time.monotonic() - down_at:.1f} s; rebalances {rebalances}")
         group.wait_consumed(len(group.consumed()) + 300)
         acked = producer.stop()
 
     assert len(wait_all_consumed(group)) == acked
-    _assert_undisturbed(group, cluster, generations, since)
+    _assert_undisturbed(group, cluster, rebalances, since)
     assert group.owned() == owned
     ready = {name: proc.events("ready")[0]["instance_id"] for name, proc in group.members.items()}
     assert ready == {name: name for name in group.members}

@@ -18,18 +18,16 @@ broker; KIP-848 groups get a 10 s session and 0.5 s heartbeats as group override
 
 from __future__ import annotations
 
-import threading
 import time
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from typing import Any
 
 import pytest
 
 from static_consumer.testing import describe_group
 from static_consumer.testing.group import CONSUMER_PROTOCOL_SESSION_MS, shorten_consumer_session
-from static_consumer.testing.kafka_ops import QUIET_LOGGER
 from static_consumer.testing.processes import ConsumerProcess, Event, wait_until
+from static_consumer.testing.producer import SteadyProducer
 from static_consumer.testing.specs import static_spec
 
 PARTITIONS = 4
@@ -37,39 +35,6 @@ BATCH = 50
 FENCE_BOUND_S = 10.0  # issue 3: the fenced process exits within 10 s
 SESSION_S = CONSUMER_PROTOCOL_SESSION_MS / 1000
 BROKER_SESSION_S = 45.0  # the shared broker's group.consumer.session.timeout.ms (Kafka's default)
-
-
-@contextmanager
-def producing(bootstrap: str, topic: str, per_tick: int = 20, tick_s: float = 0.05) -> Iterator[list[int]]:
-    """Produce records (key = value = sequence number) in the background; yields [acknowledged count]."""
-    from confluent_kafka import Producer
-
-    acked = [0]
-    stop = threading.Event()
-    producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 5, "logger": QUIET_LOGGER})
-
-    def on_delivery(err: Any, _msg: Any) -> None:
-        if err is None:
-            acked[0] += 1
-
-    def run() -> None:
-        sent = 0
-        while not stop.wait(tick_s):
-            for _ in range(per_tick):
-                producer.produce(
-                    topic, key=str(sent).encode(), value=str(sent).encode(), on_delivery=on_delivery
-                )
-                sent += 1
-            producer.poll(0)
-
-    thread = threading.Thread(target=run, name="producer", daemon=True)
-    thread.start()
-    try:
-        yield acked
-    finally:
-        stop.set()
-        thread.join(timeout=10)
-        assert producer.flush(30) == 0, "the background producer could not deliver everything"
 
 
 def _spec(protocol: str, bootstrap: str, group: str, topic: str) -> dict[str, Any]:
@@ -154,7 +119,7 @@ def test_classic_duplicate_of_a_stable_member_fences_the_original(
     spec = _spec("classic", bootstrap, group, topic)
     original = kafka_consumer_process_factory(spec, name="original")
     wait_until(lambda: _owns_all(original, topic), 60, "the original owning every partition")
-    with producing(bootstrap, topic) as acked:
+    with SteadyProducer(bootstrap, topic, rate_per_s=400) as producer:
         original.wait_for_kind("committed", timeout_s=30)
         started = time.time()
         duplicate = kafka_consumer_process_factory(spec, name="duplicate")
@@ -168,7 +133,7 @@ def test_classic_duplicate_of_a_stable_member_fences_the_original(
         )
     assert _sole_member(bootstrap, group) == ("app-0", _last_assigned(duplicate)["member_id"])
     assert duplicate.returncode is None, duplicate.stderr_tail()
-    _consumed_everything([original, duplicate], acked[0])  # at-least-once across the fence
+    _consumed_everything([original, duplicate], producer.acked)  # at-least-once across the fence
 
 
 def test_consumer_protocol_fences_a_duplicate_of_a_committing_member_and_keeps_the_original(
@@ -183,7 +148,7 @@ def test_consumer_protocol_fences_a_duplicate_of_a_committing_member_and_keeps_t
     original = kafka_consumer_process_factory(spec, name="original")
     wait_until(lambda: _owns_all(original, topic), 60, "the original owning every partition")
     member = _sole_member(bootstrap, group)
-    with producing(bootstrap, topic) as acked:
+    with SteadyProducer(bootstrap, topic, rate_per_s=400) as producer:
         original.wait_for_kind("committed", timeout_s=30)
         stable_since = time.time()
         duplicate = kafka_consumer_process_factory(spec, name="duplicate")
@@ -196,7 +161,7 @@ def test_consumer_protocol_fences_a_duplicate_of_a_committing_member_and_keeps_t
             lambda e: e["kind"] == "committed" and e["ts"] > exited_at, 30, "a commit after the rejection"
         )
     _assert_untouched(original, member, topic, stable_since)
-    _consumed_everything([original], acked[0])
+    _consumed_everything([original], producer.acked)
 
 
 def test_consumer_protocol_refuses_a_duplicate_of_an_idle_member_after_the_group_session(
@@ -240,7 +205,7 @@ def test_two_processes_started_together_leave_exactly_one_member(
     bootstrap = kafka_bootstrap_servers
     topic, group = kafka_topic_factory(PARTITIONS), kafka_group_id_factory()
     spec = _spec(protocol, bootstrap, group, topic)
-    with producing(bootstrap, topic) as acked:
+    with SteadyProducer(bootstrap, topic, rate_per_s=400) as producer:
         procs = [kafka_consumer_process_factory(spec, name=f"twin-{i}") for i in (1, 2)]
         wait_until(lambda: any(p.returncode is not None for p in procs), 60, "one twin to exit")
         loser = next(p for p in procs if p.returncode is not None)
@@ -260,4 +225,4 @@ def test_two_processes_started_together_leave_exactly_one_member(
         )
     assert _sole_member(bootstrap, group) == ("app-0", _last_assigned(winner)["member_id"])
     assert winner.returncode is None, winner.stderr_tail()
-    _consumed_everything(procs, acked[0])
+    _consumed_everything(procs, producer.acked)

@@ -33,8 +33,7 @@ from static_consumer.events import Lost
 from static_consumer.retry import RetryPolicy
 from static_consumer.telemetry import EventLog
 from static_consumer.testing import JvmKafkaCluster, committed_offsets, create_topic, produce
-from static_consumer.testing.group import CONSUMER_PROTOCOL_SESSION_MS
-from static_consumer.testing.kafka_ops import set_group_config
+from static_consumer.testing.group import CONSUMER_PROTOCOL_SESSION_MS, shorten_consumer_session
 from static_consumer.testing.oauth import UnsecuredTokens
 from static_consumer.testing.processes import wait_until
 from static_consumer.testing.tls import MTLS, OAUTH, OTHER_HOST, SASL_SSL, SSL
@@ -181,14 +180,7 @@ def test_one_settings_object_drives_every_client_through_the_listener(
     produce(bootstrap, topic, RECORDS, extra=producer)  # through the listener too
     tokens.asked("producer")
     # KIP-848 group timings for a fast test (the broker defaults are a 45 s session, 5 s heartbeats).
-    set_group_config(
-        cluster.bootstrap_servers,
-        group,
-        {
-            "consumer.session.timeout.ms": str(CONSUMER_PROTOCOL_SESSION_MS),
-            "consumer.heartbeat.interval.ms": "500",
-        },
-    )
+    shorten_consumer_session(cluster.bootstrap_servers, group)
     caps = probe(settings)  # kafka-python: ApiVersions, broker and group configs
     tokens.asked("probe")
     assert caps.supports_consumer_protocol and caps.supports_leave_group_batch

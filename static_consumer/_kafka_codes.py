@@ -21,6 +21,9 @@ class ErrorKind(Enum):
 
     FENCED = "fenced"  # another process joined with this group.instance.id: stop, never rejoin
     UNRELEASED = "unreleased"  # KIP-848: the broker still holds this instance id for an earlier member
+    # The group refuses this member's group protocol: a group of the other protocol that the brokers'
+    # group.consumer.migration.policy does not let it convert, or (classic) no assignor in common.
+    PROTOCOL_REFUSED = "protocol_refused"
     FATAL = "fatal"  # the client instance is dead for another reason
     MAX_POLL_EXCEEDED = "max_poll_exceeded"  # processing took longer than max.poll.interval.ms
     PARTITION_EOF = "partition_eof"  # informational: the end of a partition was reached
@@ -73,6 +76,14 @@ _ENTRIES = (
         "the coordinator no longer knows this member (session expired, removed, or an ordinal consumer "
         "committing while the group has members)",
     ),
+    KafkaCode(
+        23,
+        "INCONSISTENT_GROUP_PROTOCOL",
+        _K.PROTOCOL_REFUSED,
+        False,
+        "classic JoinGroup refused: the members share no assignor, or the group is a KIP-848 group and "
+        "the brokers' group.consumer.migration.policy=disabled refuses classic members",
+    ),
     KafkaCode(26, "INVALID_SESSION_TIMEOUT", _K.OTHER, False, "outside group.min/max.session.timeout.ms"),
     KafkaCode(
         27, "REBALANCE_IN_PROGRESS", _K.MEMBERSHIP_CHANGED, False, "the group is rebalancing: commit refused"
@@ -88,9 +99,11 @@ _ENTRIES = (
     KafkaCode(
         69,
         "GROUP_ID_NOT_FOUND",
-        _K.OTHER,
+        _K.PROTOCOL_REFUSED,
         False,
-        "no such group; a KIP-848 group also answers so to the classic DescribeGroups",
+        "no such group, or one of another type: a KIP-848 group answers so to the classic DescribeGroups, "
+        "and a classic group with members to a ConsumerGroupHeartbeat when the brokers' "
+        "group.consumer.migration.policy forbids converting it (librdkafka makes that fatal)",
     ),
     KafkaCode(
         82,
@@ -153,6 +166,7 @@ BY_NAME: Mapping[str, KafkaCode] = MappingProxyType({entry.name: entry for entry
 # The codes code elsewhere names (read from the table, so a number lives in one place only).
 FENCED_INSTANCE_ID = BY_NAME["FENCED_INSTANCE_ID"].code
 UNRELEASED_INSTANCE_ID = BY_NAME["UNRELEASED_INSTANCE_ID"].code
+GROUP_ID_NOT_FOUND = BY_NAME["GROUP_ID_NOT_FOUND"].code
 SASL_AUTHENTICATION_FAILED = BY_NAME["SASL_AUTHENTICATION_FAILED"].code
 INVALID_SESSION_TIMEOUT = BY_NAME["INVALID_SESSION_TIMEOUT"].code
 FATAL = BY_NAME["_FATAL"].code
@@ -161,16 +175,20 @@ PARTITION_EOF = BY_NAME["_PARTITION_EOF"].code
 TRANSPORT = BY_NAME["_TRANSPORT"].code
 
 
+# The kinds a fatal error takes from its cause (a broker code behind librdkafka's _FATAL).
+_KINDS_OF_A_CAUSE = (ErrorKind.FENCED, ErrorKind.UNRELEASED, ErrorKind.PROTOCOL_REFUSED)
+
+
 def classify(code: int, *, fatal: bool = False, cause: int | None = None) -> ErrorKind:
     """The kind of an error ``code``; ``fatal`` is the client's own fatal flag, ``cause`` the broker code
     behind a librdkafka ``_FATAL`` (which is how fencing arrives).
 
-    A fatal error is FENCED or UNRELEASED when its code or cause says so, else FATAL: whatever the code,
-    the client instance that reported it is dead.
+    A fatal error is FENCED, UNRELEASED or PROTOCOL_REFUSED when its code or cause says so, else FATAL:
+    whatever the code, the client instance that reported it is dead.
     """
     for candidate in (cause, code):
         entry = CODES.get(candidate) if candidate is not None else None
-        if entry is not None and entry.kind in (ErrorKind.FENCED, ErrorKind.UNRELEASED):
+        if entry is not None and entry.kind in _KINDS_OF_A_CAUSE:
             return entry.kind
     if fatal or code == FATAL:
         return ErrorKind.FATAL
@@ -195,6 +213,7 @@ __all__ = [
     "CODES",
     "FATAL",
     "FENCED_INSTANCE_ID",
+    "GROUP_ID_NOT_FOUND",
     "INVALID_SESSION_TIMEOUT",
     "MAX_POLL_EXCEEDED",
     "PARTITION_EOF",

@@ -10,7 +10,8 @@
     │   └── UnknownInstanceIdError      an operator named an instance id that is not in the group
     ├── CapabilityError                 the broker cannot do what the settings require (exit 69)
     │   ├── StaticMembershipUnsupportedError   JoinGroup < v5 / no ConsumerGroupHeartbeat
-    │   └── SessionTimeoutOutOfBoundsError     session.timeout.ms outside the broker's group bounds
+    │   ├── SessionTimeoutOutOfBoundsError     session.timeout.ms outside the broker's group bounds
+    │   └── GroupProtocolMismatchError         the group refuses this member's group protocol
     ├── RetriableError                  transient: retry with a bounded policy (``retriable=True``, exit 75)
     │   ├── BrokerUnavailableError      bootstrap servers did not answer in time
     │   └── UnreleasedInstanceIdError   KIP-848: the broker still holds this instance id (code 111)
@@ -99,6 +100,17 @@ class SessionTimeoutOutOfBoundsError(CapabilityError):
     kafka_error_code = INVALID_SESSION_TIMEOUT
 
 
+class GroupProtocolMismatchError(CapabilityError):
+    """The group refuses this member's group protocol, so it can never join while the others are there.
+
+    Under ``protocol='consumer'``: the group id is a classic group with live members and the brokers'
+    ``group.consumer.migration.policy`` (``disabled`` or ``downgrade``) forbids converting it online.
+    Under ``protocol='classic'``: the group is a KIP-848 group with live members and the policy is
+    ``disabled``, or the members share no assignor (INCONSISTENT_GROUP_PROTOCOL). librdkafka would
+    retry the refused join forever; the consumer raises this instead (docs/migration.md).
+    """
+
+
 class RetriableError(StaticConsumerError):
     """Transient: the same call may succeed later. Retry with a bounded policy."""
 
@@ -160,6 +172,7 @@ __all__ = [
     "ConsumerClosedError",
     "FatalConsumerError",
     "FencedInstanceError",
+    "GroupProtocolMismatchError",
     "InvalidInstanceIdError",
     "MissingTopicError",
     "RetriableError",

@@ -51,6 +51,7 @@ def test_broker_codes_have_kafka_pythons_errno_and_retriability() -> None:
 def test_a_fatal_error_is_fenced_or_unreleased_by_its_cause_else_fatal() -> None:
     assert classify(-150, fatal=False, cause=82) is ErrorKind.FENCED
     assert classify(-150, cause=111) is ErrorKind.UNRELEASED
+    assert classify(-150, cause=69) is ErrorKind.PROTOCOL_REFUSED  # KIP-848: a classic group it cannot join
     assert classify(-150) is ErrorKind.FATAL
     assert classify(82) is ErrorKind.FENCED  # a commit refused after the fence
     assert classify(-195, fatal=True) is ErrorKind.FATAL  # librdkafka's fatal flag wins over the code

@@ -25,6 +25,7 @@ EXPECTED = {
     "FatalError",
     "Fenced",
     "FencedInstanceError",
+    "GroupProtocolMismatchError",
     "HeldAssignment",
     "Identity",
     "InvalidInstanceIdError",

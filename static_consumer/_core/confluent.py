@@ -15,6 +15,11 @@ Facts this module relies on (librdkafka 2.16 against Kafka 4.3, checked on a rea
 - Under ``group.protocol=consumer`` a joiner whose instance id is still held gets the same kind of
   ``_FATAL`` message with "The instance ID is still used by another member in the consumer group"
   (UNRELEASED_INSTANCE_ID, 111); that librdkafka instance is dead, so a retry needs a new one.
+- Under ``group.protocol=consumer`` a joiner of a classic group with live members, when the brokers'
+  ``group.consumer.migration.policy`` forbids the upgrade, gets ``_FATAL`` with "The group id does not
+  exist" (GROUP_ID_NOT_FOUND, 69). A classic joiner of a KIP-848 group under the policy ``disabled``
+  gets INCONSISTENT_GROUP_PROTOCOL (23) as a non-fatal error from ``poll()``, and librdkafka sends the
+  refused JoinGroup again every 2 s, forever (Kafka 4.3.1).
 - A consumer that only ``assign()``s never joins its group: ``max.poll.interval.ms`` does not apply, and
   ``incremental_assign``/``incremental_unassign`` work outside a rebalance callback (ordinal mode).
 - ``close()`` sends no LeaveGroup for a static member. ``unsubscribe()`` does under the classic protocol,
@@ -35,7 +40,7 @@ import confluent_kafka
 
 from static_consumer._config import ConfigValue
 from static_consumer._core.seam import AdapterError, PollError, RebalanceCallback
-from static_consumer._kafka_codes import FATAL, FENCED_INSTANCE_ID, UNRELEASED_INSTANCE_ID
+from static_consumer._kafka_codes import FATAL, FENCED_INSTANCE_ID, GROUP_ID_NOT_FOUND, UNRELEASED_INSTANCE_ID
 from static_consumer.types import Headers, Record, RecordBatch, RecordList, TopicPartition, make_records
 
 # librdkafka's own log lines (SESSTMOUT, MAXPOLL, FATAL, ...) go to this logger instead of stderr.
@@ -46,7 +51,7 @@ _NO_TIMESTAMP = confluent_kafka.TIMESTAMP_NOT_AVAILABLE
 # description of the broker code, so match those descriptions rather than hand-copied strings.
 _CAUSES = {
     code: confluent_kafka.KafkaError(code).str().removeprefix("Broker: ")
-    for code in (FENCED_INSTANCE_ID, UNRELEASED_INSTANCE_ID)
+    for code in (FENCED_INSTANCE_ID, UNRELEASED_INSTANCE_ID, GROUP_ID_NOT_FOUND)
 }
 
 

@@ -17,6 +17,7 @@ from static_consumer.errors import (
     CommitFailedError,
     FatalConsumerError,
     FencedInstanceError,
+    GroupProtocolMismatchError,
     RetriableError,
     StaticConsumerError,
     UnreleasedInstanceIdError,
@@ -54,6 +55,8 @@ def die(session: Session, error: PollError) -> StaticConsumerError:
             "sure only one replica uses this id (two pods with the same name, a copied Deployment, an "
             "old pod that is still running)."
         )
+    elif error.kind is ErrorKind.PROTOCOL_REFUSED:
+        exc = protocol_mismatch_error(error, group_id=group_id, protocol=session.settings.protocol)
     else:
         exc = FatalConsumerError(
             f"fatal consumer error in group {group_id!r} ({error.name}: {error.reason}); the client is "
@@ -84,6 +87,31 @@ def unreleased_error(
     )
 
 
+def protocol_mismatch_error(error: PollError, *, group_id: str, protocol: str) -> GroupProtocolMismatchError:
+    """The group refused this member's protocol. librdkafka would retry the refused join forever (a
+    classic JoinGroup every 2 s; a KIP-848 client is dead already), and nothing changes while the other
+    members stay: so the member stops, and says which broker policy or migration step is missing."""
+    if protocol == "consumer":
+        why = (
+            "the group is a classic group with live members, and the brokers' "
+            "group.consumer.migration.policy ('disabled' or 'downgrade') forbids converting it online "
+            "(or the group id belongs to a share or streams group). Set the policy to 'upgrade' or "
+            "'bidirectional' on every broker, or migrate offline: stop every member, then start them with "
+            "protocol='consumer'"
+        )
+    else:
+        why = (
+            "the group is a consumer-protocol (KIP-848) group with live members and the brokers' "
+            "group.consumer.migration.policy is 'disabled', which refuses classic members (set it to "
+            "'downgrade' or 'bidirectional', or migrate offline: stop every member, then start them with "
+            "protocol='classic'), or the members share no assignor with this one"
+        )
+    return GroupProtocolMismatchError(
+        f"group {group_id!r} refused this member's protocol={protocol!r} ({_cause(error)}): {why}. "
+        "See docs/migration.md."
+    )
+
+
 def commit_error(
     error: PollError, offsets: Mapping[TopicPartition, int], *, refused_because: str | None = None
 ) -> StaticConsumerError:
@@ -106,7 +134,17 @@ def _cause(error: PollError) -> str:
     # librdkafka's _FATAL text repeats the broker error twice; the code name says it once.
     if error.cause is not None:
         return f"{name_of(error.cause)}, error code {error.cause}"
+    if not error.fatal:  # a broker code as such
+        return f"{error.name}, error code {error.code}"
     return error.reason
 
 
-__all__ = ["commit_error", "die", "is_fencing", "is_transient", "recover_or_die", "unreleased_error"]
+__all__ = [
+    "commit_error",
+    "die",
+    "is_fencing",
+    "is_transient",
+    "protocol_mismatch_error",
+    "recover_or_die",
+    "unreleased_error",
+]

@@ -31,7 +31,9 @@ def after_client_call(session: Session, adapter: ConsumerAdapter) -> None:
 
 def handle_error(session: Session, error: PollError) -> bool:
     """Log a non-fatal error; raise for a fatal one. True when the mode replaced the client."""
-    if error.fatal:
+    if error.fatal or error.kind is ErrorKind.PROTOCOL_REFUSED:
+        # A refused protocol is not fatal to librdkafka, which sends the refused JoinGroup again
+        # forever; nothing changes while the group's other members stay, so it ends the session too.
         recover_or_die(session, error, lambda e: handle_error(session, e))
         return True
     if error.kind is ErrorKind.MAX_POLL_EXCEEDED:

@@ -82,7 +82,7 @@ class Group:
         if self.spec_factory is not None:
             return self.spec_factory(name)
         settings: dict[str, Any] = {"protocol": self.protocol}
-        if self.protocol == "classic" and self.session_ms is not None:
+        if self.session_ms is not None:  # left out under KIP-848 by static_spec (a group config there)
             settings["session_timeout_ms"] = self.session_ms
         if not self.static:
             settings["static_policy"] = "dynamic"

@@ -11,7 +11,6 @@ import base64
 import contextlib
 import ctypes
 import os
-import re
 import shutil
 import signal
 import socket
@@ -27,6 +26,7 @@ from typing import IO, TYPE_CHECKING
 
 from static_consumer.testing._classpath import Classpath, HarnessError, resolve_classpath
 from static_consumer.testing.kafka_ops import metadata
+from static_consumer.testing.rebalances import Rebalance, group_rebalances
 from static_consumer.testing.sasl import LISTENER as SASL_LISTENER
 from static_consumer.testing.sasl import SaslUsers
 
@@ -303,12 +303,12 @@ class JvmKafkaCluster:
 
     def group_generations(self, group_id: str) -> list[int]:
         """Generations the classic group coordinator logged as stable for ``group_id`` (every node)."""
-        pattern = re.compile(rf"Stabilized group {re.escape(group_id)} generation (\d+)")
-        found: set[int] = set()
-        for path in self.log_paths():
-            if path.exists():
-                found.update(int(m.group(1)) for m in pattern.finditer(path.read_text(errors="replace")))
-        return sorted(found)
+        return sorted(r.value for r in self.group_rebalances(group_id) if r.kind == "generation")
+
+    def group_rebalances(self, group_id: str) -> list[Rebalance]:
+        """Classic generations and KIP-848 group epochs of ``group_id`` so far, from every node's log
+        (see :mod:`static_consumer.testing.rebalances`): equal before and after means no rebalance."""
+        return group_rebalances(self.log_paths(), group_id)
 
     def log_paths(self) -> Iterator[Path]:
         return (n.log_path for n in self.nodes)

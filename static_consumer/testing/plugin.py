@@ -11,7 +11,9 @@ Fixtures:
 - ``kafka_consumer_process_factory``: ``start(spec, name=...) -> ConsumerProcess``; every child is killed
   at teardown.
 - ``kafka_jvm_cluster_factory``: ``start(nodes=3, extra_config={...}) -> JvmKafkaCluster`` for tests that
-  restart brokers or need other broker settings; stopped at teardown.
+  restart brokers or need other broker settings; stopped at teardown. ``kafka_jvm_module_cluster_factory``
+  is the same, its clusters stopped at the end of the module: one cluster for several tests (each must
+  leave it as it found it).
 - ``kafka_sasl_cluster`` (session): a one-node JVM cluster with a SASL_PLAINTEXT listener
   (``sasl_bootstrap_servers``; SCRAM-SHA-256 and PLAIN) next to its PLAINTEXT one; ``cluster.sasl``
   holds the users (``alice``, ``bob``) and their random, distinctive passwords.
@@ -176,8 +178,7 @@ def kafka_consumer_process_factory(
             print(f"--- {proc.name} stderr tail ---\n{proc.stderr_tail()}")
 
 
-@pytest.fixture
-def kafka_jvm_cluster_factory(pytestconfig: pytest.Config) -> Iterator[Callable[..., JvmKafkaCluster]]:
+def _jvm_clusters(pytestconfig: pytest.Config) -> Iterator[Callable[..., JvmKafkaCluster]]:
     from static_consumer.testing.jvm import JvmKafkaCluster
 
     started: list[JvmKafkaCluster] = []
@@ -194,6 +195,18 @@ def kafka_jvm_cluster_factory(pytestconfig: pytest.Config) -> Iterator[Callable[
     for cluster in started:
         cluster.stop()
         _clusters.remove(cluster)
+
+
+@pytest.fixture
+def kafka_jvm_cluster_factory(pytestconfig: pytest.Config) -> Iterator[Callable[..., JvmKafkaCluster]]:
+    yield from _jvm_clusters(pytestconfig)
+
+
+@pytest.fixture(scope="module")
+def kafka_jvm_module_cluster_factory(
+    pytestconfig: pytest.Config,
+) -> Iterator[Callable[..., JvmKafkaCluster]]:
+    yield from _jvm_clusters(pytestconfig)
 
 
 @pytest.fixture(scope="session")
