@@ -2,7 +2,7 @@
 
     python bench/bench_restart.py [--kills 6] [--closes 4] [--duplicates 3] [--session-s 30]
                                   [--group-session-s S] [--protocols classic,consumer]
-                                  [--scenarios kill,close,duplicate,idle]
+                                  [--scenarios kill,close,duplicate,idle] [--burn N] [--json PATH]
 
 Starts one Apache Kafka broker on the JVM (the test harness) whose KIP-848 session is ``--session-s``
 (``group.consumer.session.timeout.ms``; the heartbeat interval stays at Kafka's 5 s default, as a new
@@ -17,17 +17,27 @@ partitions while a producer writes 100 records/s and every member commits after 
   member commits) and idle (nothing to commit).
 
 Prints one row per scenario: times in seconds from the kill, SIGTERM or start of the duplicate, as
-min-max over the runs; the refused joins and session expiries the broker logged; and the load average,
-since timings on a shared machine vary with it. "old member gone" is when ConsumerGroupDescribe (polled
-every 0.25 s) stopped listing the old member id: its expiry under KIP-848 after a crash, its replacement
-otherwise; it can trail the restart's assignment by a poll, hence small negative "gone -> assigned".
+median [min-max] over the runs; the refused joins and session expiries the broker logged; and the load
+average, since timings on a shared machine vary with it. "old member gone" is when ConsumerGroupDescribe
+(polled every 0.25 s) stopped listing the old member id: its expiry under KIP-848 after a crash, its
+replacement otherwise; it can trail the restart's assignment by a poll, hence small negative "gone ->
+assigned". "others took its partitions": whether another member was assigned any of the restarted
+member's partitions in between. "verdict headroom" (KIP-848 kills): kill + session + ``release_margin_s``
+- old member gone, a lower bound on how much earlier the dead member was released than the earliest
+moment the wait could have called it alive (exit 75); it must stay positive on a loaded broker.
+``--burn N`` runs N busy-looping processes for the whole run (a loaded machine); ``--json`` writes the
+raw per-run values.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import re
+import statistics
+import subprocess
+import sys
 import threading
 import time
 import uuid
@@ -36,7 +46,7 @@ from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass, field
 from typing import Any
 
-from static_consumer.demo.runner import ContinuousProducer
+from static_consumer.demo.producer import ContinuousProducer
 from static_consumer.testing import JvmKafkaCluster, create_topic, describe_group
 from static_consumer.testing.group import Group
 from static_consumer.testing.kafka_ops import set_group_config
@@ -46,6 +56,7 @@ from static_consumer.testing.specs import static_spec
 PARTITIONS = 6
 MEMBERS = ("app-0", "app-1", "app-2")
 RATE = 100  # records per second
+MARGIN_S = 5.0  # release_margin_s's default, which the children use
 
 
 @dataclass
@@ -67,9 +78,9 @@ class Row:
     def cell(self, column: str) -> str:
         if column in self.values:
             got = self.values[column]
-            low, high = min(got), max(got)
+            low, mid, high = min(got), statistics.median(got), max(got)
             dash = " to " if low < 0 else "-"
-            text = f"{low:.1f}" if high - low < 0.05 else f"{low:.1f}{dash}{high:.1f}"
+            text = f"{low:.1f}" if high - low < 0.05 else f"{mid:.1f} [{low:.1f}{dash}{high:.1f}]"
             return text if len(got) == self.n else f"{text} ({len(got)}/{self.n})"
         if column in self.counts:
             notes = self.counts[column]
@@ -81,10 +92,17 @@ class Row:
 class Broker:
     """The harness broker, its log (refusals and expiries per group) and a stream of unique names."""
 
-    def __init__(self, cluster: JvmKafkaCluster, group_session_s: float | None) -> None:
+    def __init__(self, cluster: JvmKafkaCluster, session_s: float, group_session_s: float | None) -> None:
         self.cluster = cluster
         self.bootstrap = cluster.bootstrap_servers
+        self.session_s = session_s
         self.group_session_s = group_session_s
+
+    def session_of(self, protocol: str) -> float:
+        """The session a member of ``protocol`` has: the KIP-848 group override when one is set."""
+        if protocol == "consumer" and self.group_session_s is not None:
+            return self.group_session_s
+        return self.session_s
 
     def log_count(self, group: str, what: str) -> int:
         patterns = {
@@ -99,9 +117,9 @@ class Broker:
         )
 
 
-def new_group(broker: Broker, protocol: str, tag: str, session_s: float) -> Group:
-    """A group of StaticConsumer children: classic members ask for ``session_s`` with the library's
-    default heartbeat; KIP-848 groups get the broker's session, or ``broker.group_session_s``."""
+def new_group(broker: Broker, protocol: str, tag: str) -> Group:
+    """A group of StaticConsumer children: classic members ask for the broker's session with the
+    library's default heartbeat; KIP-848 groups get the broker's session, or ``broker.group_session_s``."""
     suffix = uuid.uuid4().hex[:6]
     topic = create_topic(broker.bootstrap, f"bench-restart-{tag}-{suffix}", PARTITIONS)
     group_id = f"bench-restart-{protocol}-{tag}-{suffix}"
@@ -112,7 +130,7 @@ def new_group(broker: Broker, protocol: str, tag: str, session_s: float) -> Grou
     def spec(name: str) -> dict[str, Any]:
         settings: dict[str, Any] = {"protocol": protocol, "max_poll_interval_ms": 300000}
         if protocol == "classic":
-            settings.update(session_timeout_ms=int(session_s * 1000), heartbeat_interval_ms=None)
+            settings.update(session_timeout_ms=int(broker.session_s * 1000), heartbeat_interval_ms=None)
         result = static_spec(broker.bootstrap, group_id, [topic], name, **settings)
         result.update(batch=100, max_runtime_s=3600)
         return result
@@ -161,15 +179,42 @@ def watching_release(bootstrap: str, group: str, old: str | None, limit_s: float
         thread.join(timeout=30)
 
 
-def first_partitions(proc: ConsumerProcess, timeout_s: float) -> float:
-    event = proc.wait_for(lambda e: e["kind"] == "assigned" and e["partitions"], timeout_s, "partitions")
-    return float(event["ts"])
+def first_partitions(
+    group: Group, name: str, timeout_s: float, exits: list[int]
+) -> tuple[ConsumerProcess, float]:
+    """The restart of ``name`` and when it first got partitions; a restart that exits first (75 when the
+    wait gave up) is recorded in ``exits`` and started again, as Kubernetes would."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        proc = group.members[name]
+        event = proc.wait_for(
+            lambda e: e["kind"] == "exit" or (e["kind"] == "assigned" and bool(e["partitions"])),
+            max(1.0, deadline - time.monotonic()),
+            "partitions",
+        )
+        if event["kind"] == "assigned":
+            return proc, float(event["ts"])
+        exits.append(int(event["code"]))
+        group.members.pop(name)
+        group.retired.append(proc)
+        group.start(name)
 
 
-def restarts(broker: Broker, protocol: str, how: str, runs: int, session_s: float) -> Row:
+def took(others: Sequence[ConsumerProcess], partitions: set[tuple[str, int]], since: float) -> bool:
+    """Whether any of ``others`` was assigned one of ``partitions`` after ``since``."""
+    return any(
+        {(t, p) for t, p in e["partitions"]} & partitions
+        for proc in others
+        for e in proc.events("assigned")
+        if e["ts"] >= since
+    )
+
+
+def restarts(broker: Broker, protocol: str, how: str, runs: int) -> Row:
     """``how`` = kill or close: stop a member that way and restart it at once, ``runs`` times."""
     row = Row(f"{protocol}, {'kill -9' if how == 'kill' else 'SIGTERM (close)'} + restart")
-    group = new_group(broker, protocol, how, session_s)
+    session_s = broker.session_of(protocol)
+    group = new_group(broker, protocol, how)
     with ContinuousProducer(broker.bootstrap, group.topic, RATE):
         group.form(MEMBERS, timeout_s=180)
         for i in range(runs):
@@ -179,6 +224,7 @@ def restarts(broker: Broker, protocol: str, how: str, runs: int, session_s: floa
             before = group.owned()[name]
             old = member_id(broker.bootstrap, group.group_id, name)
             refused, expired = (broker.log_count(group.group_id, w) for w in ("refused", "expired"))
+            exits: list[int] = []
             with watching_release(broker.bootstrap, group.group_id, old, 2 * session_s + 60) as released:
                 began = time.time()
                 if how == "kill":
@@ -186,20 +232,23 @@ def restarts(broker: Broker, protocol: str, how: str, runs: int, session_s: floa
                 else:
                     stopped = group.stop(name)
                     row.add("stop -> exit (s)", stopped.events("exit")[-1]["ts"] - began)
-                restarted = group.start(name)
-                assigned_at = first_partitions(restarted, 2 * session_s + 90)
+                group.start(name)
+                restarted, assigned_at = first_partitions(group, name, 3 * session_s + 90, exits)
                 group.wait_stable(timeout_s=180)
             row.n += 1
             row.add("-> assigned (s)", assigned_at - began)
             row.add("old member gone (s)", released[0] - began if released else None)
             if released:
                 row.add("gone -> assigned (s)", assigned_at - released[0])
+                if protocol == "consumer" and how == "kill":
+                    row.add("verdict headroom (s)", began + session_s + MARGIN_S - released[0])
             row.note("same partitions", restarted.assignment() == before)
             others = [p for n, p in group.members.items() if n != name]
+            row.note("others took its partitions", took(others, before, began))
             row.note("revocations elsewhere", group.revocations_since(began, others))
             row.note("refused joins", broker.log_count(group.group_id, "refused") - refused)
             row.note("expiries", broker.log_count(group.group_id, "expired") - expired)
-            row.note("restart exit", "running" if restarted.returncode is None else restarted.returncode)
+            row.note("restart exit", ", ".join(map(str, exits)) or "none")
     twice = sum(1 for count in group.consumed().values() if count > 1)
     row.note("records twice", twice)
     for proc in group.all_processes():
@@ -207,11 +256,12 @@ def restarts(broker: Broker, protocol: str, how: str, runs: int, session_s: floa
     return row
 
 
-def duplicates(broker: Broker, protocol: str, runs: int, traffic: bool, session_s: float) -> Row:
+def duplicates(broker: Broker, protocol: str, runs: int, traffic: bool) -> Row:
     """A second process with the id of a member that owns every partition, ``runs`` times."""
     row = Row(f"{protocol}, duplicate, {'traffic + commits' if traffic else 'idle'}")
+    session_s = broker.session_of(protocol)
     for _ in range(runs):
-        group = new_group(broker, protocol, "dup", session_s)
+        group = new_group(broker, protocol, "dup")
         with ContinuousProducer(broker.bootstrap, group.topic, RATE) if traffic else nullcontext():
             duplicate(group, row, traffic, session_s)
     return row
@@ -248,7 +298,9 @@ RESTART_COLUMNS = (
     "-> assigned (s)",
     "old member gone (s)",
     "gone -> assigned (s)",
+    "verdict headroom (s)",
     "same partitions",
+    "others took its partitions",
     "revocations elsewhere",
     "refused joins",
     "expiries",
@@ -274,6 +326,18 @@ def load() -> str:
     return "/".join(f"{x:.1f}" for x in os.getloadavg())
 
 
+@contextmanager
+def burning(processes: int) -> Iterator[None]:
+    """``processes`` busy loops at normal priority for the duration: a loaded machine."""
+    burners = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(processes)]
+    try:
+        yield
+    finally:
+        for proc in burners:
+            proc.kill()
+            proc.wait(timeout=10)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--kills", type=int, default=6)
@@ -283,24 +347,27 @@ def main() -> None:
     parser.add_argument("--group-session-s", type=float, help="a per-group override for KIP-848 groups")
     parser.add_argument("--protocols", default="classic,consumer")
     parser.add_argument("--scenarios", default="kill,close,duplicate,idle")
+    parser.add_argument("--burn", type=int, default=0, help="busy-looping processes for the whole run")
+    parser.add_argument("--json", help="write every run's raw values here")
     args = parser.parse_args()
     config = {"group.consumer.session.timeout.ms": str(int(args.session_s * 1000))}
     loads = [load()]
-    with JvmKafkaCluster(1, extra_config=config) as cluster:
-        broker = Broker(cluster, args.group_session_s)
+    with JvmKafkaCluster(1, extra_config=config) as cluster, burning(args.burn):
+        broker = Broker(cluster, args.session_s, args.group_session_s)
         group_note = f", KIP-848 group override {args.group_session_s:g} s" if args.group_session_s else ""
+        burn_note = f"; {args.burn} CPU burners running" if args.burn else ""
         print(
             f"Apache Kafka {cluster.version} at {broker.bootstrap}; session {args.session_s:g} s (both "
-            f"protocols{group_note}), heartbeat: Kafka's and the library's defaults; load average "
-            f"(1/5/15 min) {loads[0]}",
+            f"protocols{group_note}), heartbeat: Kafka's and the library's defaults{burn_note}; load "
+            f"average (1/5/15 min) {loads[0]}",
             flush=True,
         )
         rows: list[Row] = []
         scenarios: dict[str, Callable[[str], Row]] = {
-            "kill": lambda p: restarts(broker, p, "kill", args.kills, args.session_s),
-            "close": lambda p: restarts(broker, p, "close", args.closes, args.session_s),
-            "duplicate": lambda p: duplicates(broker, p, args.duplicates, True, args.session_s),
-            "idle": lambda p: duplicates(broker, p, args.duplicates, False, args.session_s),
+            "kill": lambda p: restarts(broker, p, "kill", args.kills),
+            "close": lambda p: restarts(broker, p, "close", args.closes),
+            "duplicate": lambda p: duplicates(broker, p, args.duplicates, True),
+            "idle": lambda p: duplicates(broker, p, args.duplicates, False),
         }
         for name in args.scenarios.split(","):
             for protocol in args.protocols.split(","):
@@ -312,6 +379,10 @@ def main() -> None:
     print()
     print(table([r for r in rows if "duplicate" in r.name]))
     print(f"load average (1/5/15 min) after each scenario: {', '.join(loads)}")
+    if args.json:
+        raw = [{"name": r.name, "n": r.n, "values": r.values, "counts": r.counts} for r in rows]
+        with open(args.json, "w") as out:
+            json.dump({"args": vars(args), "loads": loads, "rows": raw}, out, indent=1)
 
 
 if __name__ == "__main__":

@@ -6,10 +6,12 @@ rebalanced, and nothing is lost either way (at-least-once: uncommitted records a
 
 KIP-848 consumer protocol: a member that did not leave cleanly still holds its instance id until its
 session (here the group's 10 s override) expires, so the restart is refused (UNRELEASED_INSTANCE_ID),
-watches the group and joins as soon as the dead member is gone; it never gives up meanwhile. Its
-partitions go to the others at the expiry and the restart joins as a new member, so whether it gets the
-same partitions back is a race in the coordinator (docs/semantics.md): printed, not asserted. Nothing is
-lost either.
+watches the group and joins as soon as the dead member is gone; it never gives up meanwhile. Whether it
+gets the same partitions back is a race in the coordinator: the restart joins as a new member, and when
+another member's heartbeat reaches the coordinator between the expiry and the restart's join, the
+dead member's partitions go to the others first and the restart gets a fair share back, not necessarily
+the same one (bench/bench_restart.py measured different partitions in some kills; docs/semantics.md).
+So the test asserts the fair share and prints whether it was the same. Nothing is lost either.
 """
 
 from __future__ import annotations
@@ -19,8 +21,11 @@ from collections.abc import Callable
 
 import pytest
 
+from static_consumer._group_watch import ConfluentGroupWatch
+from static_consumer.settings import ConsumerSettings
 from static_consumer.testing import describe_group, produce
 from static_consumer.testing.group import CONSUMER_PROTOCOL_SESSION_MS, Group
+from static_consumer.testing.kafka_ops import set_group_config
 from static_consumer.testing.processes import ConsumerProcess, wait_until
 
 PARTITIONS = 6
@@ -113,6 +118,26 @@ def test_kill9_under_consumer_protocol_rejoins_once_released_and_loses_nothing(g
     # Held until the dead member's session expired (a generous lower bound: the restart's start-up
     # overlaps the wait), then joined without waiting out the margin meant for live holders.
     assert SESSION_S * 0.5 <= waited <= SESSION_S + MARGIN_S + JOIN_SLACK_S
+    assert len(restarted.assignment()) == len(before), "the uniform assignor gives the restart its share"
     produced += produce(group.bootstrap, group.topic, 600, start=produced)
     assert len(group.wait_consumed(produced)) == produced
     assert restarted.returncode is None and restarted.events("error") == [], restarted.stderr_tail()
+
+
+def test_the_wait_reads_the_group_session_override(
+    kafka_bootstrap_servers: str, kafka_group_id_factory: Callable[..., str]
+) -> None:
+    # The wait reads the group's own session when the join is refused (GroupWatch.session_ms): None
+    # while the broker's applies (the broker answers with Kafka's static default then), the override
+    # once one is set.
+    group_id = kafka_group_id_factory()
+    settings = ConsumerSettings(
+        bootstrap_servers=kafka_bootstrap_servers, group_id=group_id, protocol="consumer"
+    )
+    watch = ConfluentGroupWatch(settings)
+    try:
+        assert watch.session_ms() is None
+        set_group_config(kafka_bootstrap_servers, group_id, {"consumer.session.timeout.ms": "12000"})
+        wait_until(lambda: watch.session_ms() == 12000, 10, "the override to be read")
+    finally:
+        watch.close()

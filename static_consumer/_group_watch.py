@@ -9,10 +9,13 @@ AdminClient that serves every look of the wait:
   their instance ids, hosts and current assignments (it carries no last-heartbeat time);
 - OffsetFetch (``list_consumer_group_offsets``): the group's committed offsets for the holder's
   partitions. Only the member that owns a partition commits it, so offsets that move prove the holder
-  alive.
+  alive;
+- DescribeConfigs of the GROUP resource (``describe_configs``): the group's own
+  ``consumer.session.timeout.ms`` override, read when the wait begins and when the coordinator changes.
 
-Both need only DESCRIBE on the group and its topics, which READ implies: a consumer's principal has
-them. This module is imported only when a join is refused, never on the consume path, and a look that
+The first two need only DESCRIBE on the group and its topics, which READ implies: a consumer's principal
+has them. The third needs DESCRIBE_CONFIGS on the group; without it the session probed at ``start()``
+stands. This module is imported only when a join is refused, never on the consume path, and a look that
 fails returns None (the wait knows what an unanswered look means); it never raises a broker error.
 """
 
@@ -31,6 +34,7 @@ from static_consumer.types import TopicPartition
 log = logging.getLogger(__name__)
 _LIBRDKAFKA_LOG = logging.getLogger("static_consumer.admin.librdkafka")
 NO_OFFSET = -1  # no committed offset (librdkafka reports OFFSET_INVALID, -1001)
+SESSION_OVERRIDE = "consumer.session.timeout.ms"  # a KIP-848 group's own session timeout
 
 
 class ConfluentGroupWatch:
@@ -74,6 +78,26 @@ class ConfluentGroupWatch:
             for p in answer.topic_partitions
             if p.error is None
         }
+
+    def session_ms(self) -> int | None:
+        """The group's ``consumer.session.timeout.ms`` override; None without one, or on failure."""
+        from confluent_kafka import KafkaException
+        from confluent_kafka.admin._config import ConfigResource, ConfigSource
+        from confluent_kafka.admin._resource import ResourceType
+
+        resource = ConfigResource(ResourceType.GROUP, self._group)
+        try:
+            future = self._admin.describe_configs([resource], request_timeout=self._timeout)
+            entries = future[resource].result(timeout=self._timeout)
+        except (KafkaException, concurrent.futures.TimeoutError) as exc:
+            log.debug("could not read the session of group %r: %s", self._group, exc)
+            return None
+        entry = entries.get(SESSION_OVERRIDE)
+        # Without an override the broker answers with Kafka's static default, not its own setting.
+        source = getattr(entry, "source", None)
+        if getattr(source, "value", source) != ConfigSource.GROUP_CONFIG.value or not entry.value:
+            return None
+        return int(entry.value)
 
     def close(self) -> None:
         # confluent-kafka's AdminClient has no close(): dropping the last reference frees it.

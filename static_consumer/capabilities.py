@@ -14,6 +14,7 @@ from typing import Any
 
 from static_consumer.errors import (
     CapabilityError,
+    ConfigurationError,
     SessionTimeoutOutOfBoundsError,
     StaticMembershipUnsupportedError,
 )
@@ -103,7 +104,8 @@ def decide(settings: ConsumerSettings, caps: BrokerCapabilities) -> StaticDecisi
 
     Raises CapabilityError when the join would fail whatever the policy (protocol='consumer' on a broker
     without KIP-848, a session timeout outside the broker's bounds), and StaticMembershipUnsupportedError
-    under policy 'require' when the broker cannot do static membership.
+    under policy 'require' when the broker cannot do static membership. Raises ConfigurationError when
+    ``release_max_wait_s`` is below the group's session + ``release_margin_s`` (protocol='consumer').
     """
     if settings.protocol == "consumer":
         return _decide_consumer_protocol(settings, caps)
@@ -152,8 +154,25 @@ def _decide_consumer_protocol(settings: ConsumerSettings, caps: BrokerCapabiliti
         what = "the broker's group.consumer.session.timeout.ms"
         fix = f"raise {what} (or the group's consumer.session.timeout.ms)"
         warnings.extend(_restart_warning(what, timeout, settings, fix))
+        _check_release_bound(settings, timeout)
     reason = f"ConsumerGroupHeartbeat (api key {CONSUMER_GROUP_HEARTBEAT}) supported"
     return StaticDecision(True, (reason,), tuple(warnings))
+
+
+def _check_release_bound(settings: ConsumerSettings, session_ms: int) -> None:
+    # A crashed member's instance id stays held for up to one session, and the wait for it judges a
+    # holder after session + release_margin_s: a bound below that would give up on a restart that was
+    # about to succeed (exit 75, and a restart that waits again).
+    bound = settings.release_max_wait_s
+    least = session_ms / 1000 + settings.release_margin_s
+    if bound is not None and bound < least:
+        raise ConfigurationError(
+            f"release_max_wait_s (STATIC_CONSUMER_RELEASE_MAX_WAIT_S) is {bound:g}s, below the group's "
+            f"session timeout ({session_ms / 1000:g}s) + release_margin_s ({settings.release_margin_s:g}s): "
+            "after a crash the broker holds this member's instance id for up to a session, so the wait "
+            f"would give up on a restart that was about to succeed; set it to at least {least:g}s or unset "
+            f"it (default 3 x {least:g}s)"
+        )
 
 
 def _check_session_bounds(settings: ConsumerSettings, caps: BrokerCapabilities) -> list[str]:

@@ -212,17 +212,20 @@ class ConsumerSettings(BaseSettings):
         allow_inf_nan=False,
         description="Consumer protocol: after a crash the broker holds this member's instance id until its "
         "session times out, and a restart waits for that. A holder still listed this long after a full "
-        "session is alive (a duplicate process): the wait then gives up with exit 75. Raise it for brokers "
-        "too loaded to expire members on time; it never delays a restart, only that verdict.",
+        "session (counted from when the restart first saw it) is alive (a duplicate process): the wait "
+        "then gives up with exit 75. Raise it for brokers too loaded to expire members on time; it never "
+        "delays a restart, only that verdict.",
     )
     release_max_wait_s: float | None = Field(
         default=None,
         gt=0,
         le=_MAX_WAIT_S,
         allow_inf_nan=False,
-        description="Consumer protocol: hard bound for the whole wait for a held instance id, for when the "
-        "group cannot be described or its coordinator keeps moving (each move restarts the old member's "
-        "session). Default: 3 x (the group's session timeout + `release_margin_s`).",
+        description="Consumer protocol: bound for the wait for a held instance id when the group cannot be "
+        "described or its coordinator keeps moving (each move restarts the old member's session). It never "
+        "cuts short a holder the wait can see before its session + `release_margin_s`, and `start()` "
+        "refuses a value below the group's session timeout + `release_margin_s`. Default: 3 x (the group's "
+        "session timeout + `release_margin_s`).",
     )
     missing_topic_timeout_s: float | None = Field(
         default=120.0,

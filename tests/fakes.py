@@ -317,12 +317,15 @@ def group_look(*members: GroupMember, coordinator: int | None = 1) -> GroupDescr
 @dataclass
 class FakeGroupWatch:
     """The wait's broker look-ups as functions of the (fake) time: ``looks(now)`` is the group, or None
-    for an unanswered look; ``offsets(now)`` the committed offsets. Also its own factory."""
+    for an unanswered look; ``offsets(now)`` the committed offsets; ``session(now)`` the group's session
+    override. Also its own factory."""
 
     clock: Callable[[], float]
     looks: Callable[[float], GroupDescription | None]
     offsets: Callable[[float], Mapping[TopicPartition, int] | None] = lambda now: {}
+    session: Callable[[float], int | None] = lambda now: None
     look_times: list[float] = field(default_factory=list)
+    session_reads: list[float] = field(default_factory=list)
     opened: int = 0
     closed: int = 0
 
@@ -337,6 +340,10 @@ class FakeGroupWatch:
     def committed(self, partitions: Sequence[TopicPartition]) -> Mapping[TopicPartition, int] | None:
         offsets = self.offsets(self.clock())
         return None if offsets is None else {p: offsets.get(p, -1) for p in partitions}
+
+    def session_ms(self) -> int | None:
+        self.session_reads.append(self.clock())
+        return self.session(self.clock())
 
     def close(self) -> None:
         self.closed += 1

@@ -71,10 +71,12 @@ class Wait:
         offsets: Callable[[float], Mapping[TopicPartition, int] | None] = lambda now: {},
         settings: ConsumerSettings | None = None,
         caps: BrokerCapabilities = MODERN,
+        session: Callable[[float], int | None] = lambda now: None,
+        time: FakeTime | None = None,
     ) -> None:
-        self.time = FakeTime()
+        self.time = time or FakeTime()
         self.factory = FakeFactory([UNRELEASED], *scripts)
-        self.watch = FakeGroupWatch(self.time.clock, looks, offsets)
+        self.watch = FakeGroupWatch(self.time.clock, looks, offsets, session)
         self.events = Events()
         self.consumer = StaticConsumer(
             settings or make_settings(),
@@ -208,12 +210,97 @@ def test_a_new_coordinator_restarts_the_clock() -> None:
     assert 30 + BOUND_S < wait.time.now <= 30 + BOUND_S + 2 * LOOK_S
 
 
-@pytest.mark.parametrize(("max_wait", "ends_at"), [(None, 3 * BOUND_S), (20.0, 20.0)])
+@pytest.mark.parametrize(("max_wait", "ends_at"), [(None, 3 * BOUND_S), (80.0, 80.0)])
 def test_release_max_wait_bounds_a_wait_that_cannot_see(max_wait: float | None, ends_at: float) -> None:
     wait = Wait(lambda now: None, *([REFUSED] * 40), settings=make_settings(release_max_wait_s=max_wait))
     with pytest.raises(UnreleasedInstanceIdError, match="release_max_wait_s"):
         wait.consumer.poll(0.1)
     assert ends_at < wait.time.now <= ends_at + 2 * LOOK_S
+
+
+def test_release_max_wait_never_cuts_a_visible_holder_short() -> None:
+    # Blind for 40 s (7 blind joins refused), then the dead member is listed until 89 s: seen at 40 s,
+    # before the 60 s bound ran out, it keeps its whole session + margin (until 90 s), and its release
+    # is joined at once, past the bound.
+    def looks(now: float) -> GroupDescription | None:
+        return None if now < 40 else group_look(holder()) if now < 89 else group_look()
+
+    wait = Wait(looks, *([REFUSED] * 7), JOINED, settings=make_settings(release_max_wait_s=60))
+    with wait.consumer as c:
+        c.poll(0.1)
+        assert c.state is State.RUNNING
+    assert 89 <= wait.time.now <= 89 + LOOK_S
+
+
+def test_a_coordinator_that_keeps_moving_ends_at_the_bound() -> None:
+    # Every move restarts the holder's session, so it could be held forever: a holder first seen after
+    # the 60 s bound ran out (the move at 90 s) ends the wait. At most bound + session + margin.
+    looks: Looks = lambda now: group_look(holder(), coordinator=int(now // 30))  # noqa: E731
+    wait = Wait(looks, settings=make_settings(release_max_wait_s=60))
+    with pytest.raises(UnreleasedInstanceIdError, match="release_max_wait_s"):
+        wait.consumer.poll(0.1)
+    assert 90 <= wait.time.now <= 90 + LOOK_S
+    assert wait.joins == 0
+
+
+def test_release_max_wait_below_session_plus_margin_is_refused_at_start() -> None:
+    settings = make_settings(release_max_wait_s=20)
+    with pytest.raises(ConfigurationError, match=r"release_max_wait_s .* 20s, below .* \(45s\) \+ "):
+        StaticConsumer(settings, env={"POD_NAME": "orders-2"}, probe=lambda s: MODERN).start()
+    caps = replace(MODERN, consumer_session_timeout_ms=10000)
+    wait = Wait(lambda now: group_look(holder()), settings=settings, caps=caps)  # 20 >= 10 + 5: accepted
+    with pytest.raises(UnreleasedInstanceIdError):
+        wait.consumer.poll(0.1)
+    assert 15 < wait.time.now <= 15 + 2 * LOOK_S
+
+
+def test_a_session_raised_since_start_counts_when_the_join_is_refused() -> None:
+    # Probed at start(): 10 s; read again when refused: 30 s. The dead member is listed until 33 s.
+    caps = replace(MODERN, consumer_session_timeout_ms=10000)
+    wait = Wait(listed_until(33), JOINED, caps=caps, session=lambda now: 30000)
+    with wait.consumer as c:
+        c.poll(0.1)
+        assert c.state is State.RUNNING
+    assert wait.watch.session_reads == [0.0]  # once, when the wait began
+
+
+def test_a_session_lowered_since_start_does_not_shorten_the_wait() -> None:
+    # The old member's timer was armed with the 45 s in force at its last heartbeat; an override of 10 s
+    # set since then does not re-arm it, so the wait still allows 45 s + margin.
+    wait = Wait(listed_until(48), JOINED, session=lambda now: 10000)
+    with wait.consumer as c:
+        c.poll(0.1)
+        assert c.state is State.RUNNING
+
+
+def test_a_new_coordinator_reads_the_session_again() -> None:
+    # The reload at 12 s re-arms the holder's timer with the session then in force (40 s): the verdict
+    # comes 40 + 5 s after 12 s, not 10 + 5 s after the first sight.
+    caps = replace(MODERN, consumer_session_timeout_ms=10000)
+    looks: Looks = lambda now: group_look(holder(), coordinator=1 if now < 12 else 2)  # noqa: E731
+    wait = Wait(looks, caps=caps, session=lambda now: None if now < 12 else 40000)
+    with pytest.raises(UnreleasedInstanceIdError, match=r"\(40s\) \+ release_margin_s"):
+        wait.consumer.poll(0.1)
+    assert 57 < wait.time.now <= 57 + 2 * LOOK_S
+    assert len(wait.watch.session_reads) == 2
+
+
+def test_a_slow_answer_does_not_bring_the_verdict_forward() -> None:
+    # The first look is answered at once, the others take 4 s (a loaded broker). The dead member is
+    # listed in answers to looks sent before 49 s: the look sent at 48.x s and answered at 52.x s still
+    # lists it, which is no proof of life, since it was listed when the look was sent.
+    time = FakeTime()
+
+    def looks(now: float) -> GroupDescription:
+        listed = now < 49
+        if now > 0:
+            time.sleep(4.0)
+        return group_look(holder()) if listed else group_look()
+
+    wait = Wait(looks, JOINED, time=time)
+    with wait.consumer as c:
+        c.poll(0.1)
+        assert c.state is State.RUNNING
 
 
 def test_refused_after_the_holder_vanished_gives_the_new_holder_its_own_clock() -> None:
@@ -277,7 +364,10 @@ def test_the_budget_uses_the_probed_session_else_the_broker_maximum() -> None:
     assert release_budget(settings, unknown).session_s == 60  # Kafka's default maximum bounds any group
     assert release_budget(settings, replace(unknown, consumer_max_session_timeout_ms=90000)).session_s == 90
     assert release_budget(settings, None).session_s == 60
-    assert release_budget(make_settings(release_max_wait_s=7), MODERN).max_wait_s == 7
+    assert release_budget(make_settings(release_max_wait_s=70), MODERN).max_wait_s == 70
+    # Never below session + margin, e.g. once the session read at the refusal is longer than the probed.
+    assert release_budget(make_settings(release_max_wait_s=70), MODERN).with_session(90000).max_wait_s == 95
+    assert probed.with_session(10000) == probed  # a shorter reading changes nothing
 
 
 def test_release_settings_are_consumer_protocol_only_and_positive() -> None:

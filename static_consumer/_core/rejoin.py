@@ -8,6 +8,9 @@ librdkafka error: that client is dead, so every try needs a new one. What the gr
 - a refused join changes nothing for the holder of the id; each heartbeat the holder sends restarts its
   session timer, which fires one session after the last heartbeat (measured 0.00 s late);
 - a coordinator that loads the group (failover, broker restart) restarts every member's timer;
+- the timer is armed with the group's session in force at that moment (its ``consumer.session.timeout.ms``
+  override, else the broker's ``group.consumer.session.timeout.ms``); changing the override later does
+  not re-arm it;
 - ConsumerGroupDescribe lists the holder, with its assignment, until the timer fires; it does not say
   when the holder last heartbeated, and librdkafka drops the broker's message naming the holder.
 
@@ -18,11 +21,18 @@ So instead of retrying blind, the wait watches the group through the session's `
   it is the new holder, with a clock of its own.
 - The holder's timer was last restarted before this process first saw it, so a dead holder is gone by
   first sight + session. One still listed ``release_margin_s`` later has heartbeated since: it is alive,
-  another process runs with this id. UnreleasedInstanceIdError (exit 75).
+  another process runs with this id. UnreleasedInstanceIdError (exit 75). Times are taken when a look is
+  *sent*, so a slow answer (a loaded broker) can only make the verdict later, never earlier.
+- The session is the largest the wait read: at ``start()`` (the probe), when the join is refused, and
+  after each coordinator change (whose reload re-arms the timers with the session then in force). An
+  override lowered after the old member's last heartbeat must not shorten its hold; one raised only makes
+  the verdict later.
 - The committed offsets of the holder's partitions advance between two looks: only their owner commits
   them, so the holder is alive and working. A duplicate, found in seconds: FencedInstanceError (82).
 - A look unanswered, or a new coordinator: the timers may have restarted, so every clock restarts, and
-  joins are tried blind every ``BLIND_ATTEMPT_S``. ``release_max_wait_s`` bounds the whole wait.
+  joins are tried blind every ``BLIND_ATTEMPT_S``. ``release_max_wait_s`` bounds the whole wait, but never
+  below session + margin, and never before a holder seen before it ran out had its session + margin: the
+  bound ends waits that cannot see the group or whose coordinator keeps moving, not a slow release.
 
 Only a static member that was never assigned waits (``GroupMode.recover``): afterwards the same refusal
 means it was replaced while it was away, which is fencing.
@@ -32,7 +42,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Protocol
 
 from static_consumer._core.failures import unreleased_error
@@ -74,6 +84,10 @@ class GroupWatch(Protocol):
         """The group's committed offsets of ``partitions`` (-1 where none)."""
         ...
 
+    def session_ms(self) -> int | None:
+        """The group's own ``consumer.session.timeout.ms`` override now; None without one or unanswered."""
+        ...
+
     def close(self) -> None: ...
 
 
@@ -93,13 +107,28 @@ class ReleaseBudget:
 
     session_s: float
     margin_s: float
-    max_wait_s: float
     heartbeat_s: float
+    max_wait_setting_s: float | None = None  # release_max_wait_s as set
 
     @property
     def holder_bound_s(self) -> float:
         """A holder listed this long after it was first seen is alive."""
         return self.session_s + self.margin_s
+
+    @property
+    def max_wait_s(self) -> float:
+        """The bound of the whole wait: ``release_max_wait_s``, else 3 x :attr:`holder_bound_s`; never
+        below :attr:`holder_bound_s`, since a dead holder can still be listed until then (``start()``
+        refuses a smaller setting; this covers a session read longer after the refusal)."""
+        if self.max_wait_setting_s is None:
+            return 3 * self.holder_bound_s
+        return max(self.max_wait_setting_s, self.holder_bound_s)
+
+    def with_session(self, session_ms: int | None) -> ReleaseBudget:
+        """The budget with the group's session read again: the longest reading counts (module docstring)."""
+        if session_ms is None or session_ms / 1000 <= self.session_s:
+            return self
+        return replace(self, session_s=session_ms / 1000)
 
 
 def release_budget(settings: ConsumerSettings, caps: BrokerCapabilities | None) -> ReleaseBudget:
@@ -110,9 +139,9 @@ def release_budget(settings: ConsumerSettings, caps: BrokerCapabilities | None) 
     if caps is not None:
         session_ms = caps.consumer_session_timeout_ms or caps.consumer_max_session_timeout_ms or session_ms
         heartbeat_ms = caps.consumer_heartbeat_interval_ms or heartbeat_ms
-    session_s, margin_s = session_ms / 1000, settings.release_margin_s
-    max_wait_s = settings.release_max_wait_s or 3 * (session_s + margin_s)
-    return ReleaseBudget(session_s, margin_s, max_wait_s, heartbeat_ms / 1000)
+    return ReleaseBudget(
+        session_ms / 1000, settings.release_margin_s, heartbeat_ms / 1000, settings.release_max_wait_s
+    )
 
 
 @dataclass
@@ -151,40 +180,27 @@ def wait_for_release(
     """
     settings, instance_id = session.settings, session.instance_id
     assert instance_id is not None  # only static members wait
-    budget = release_budget(settings, session.plan.capabilities if session.plan else None)
     session.move(State.REJOINING)
     log.debug("join refused: %s", first.reason)
-    log.warning(
-        "group.instance.id %r is still held by another member of group %r (UNRELEASED_INSTANCE_ID); "
-        "joining as soon as it is released. A crashed member is released within the group's session "
-        "timeout (%gs); its partitions are reassigned within about one heartbeat interval (%gs) after that",
-        instance_id,
-        settings.group_id,
-        budget.session_s,
-        budget.heartbeat_s,
-    )
     seen = _Seen()
     started = session.clock()
-
-    def attempt() -> bool:
-        """One join with a new client: False when refused, True when assigned or still under way."""
-        adapter = rejoin()
-        for _ in range(JOIN_POLLS):
-            if session.state is State.RUNNING:
-                return True
-            item = adapter.poll(JOIN_POLL_S)
-            for error in [*adapter.take_errors(), *([item] if isinstance(item, PollError) else [])]:
-                if error.kind is ErrorKind.UNRELEASED:
-                    seen.refusals += 1
-                    return False
-                handle(error)
-            if isinstance(item, Record):
-                session.buffer.append(item)
-        return True  # not refused within the window: the join is under way (or got no partitions)
-
     watch = session.group_watch(settings)
     try:
-        _watch(session, watch, budget, seen, attempt, first)
+        # The group's session as it is now counts too: it may have been raised since start() (never
+        # lowered: the longer reading wins, see the module docstring).
+        probed = release_budget(settings, session.plan.capabilities if session.plan else None)
+        budget = probed.with_session(watch.session_ms())
+        log.warning(
+            "group.instance.id %r is still held by another member of group %r (UNRELEASED_INSTANCE_ID); "
+            "joining as soon as it is released. A crashed member is released within the group's session "
+            "timeout (%gs); its partitions are reassigned within about one heartbeat interval (%gs) after "
+            "that",
+            instance_id,
+            settings.group_id,
+            budget.session_s,
+            budget.heartbeat_s,
+        )
+        _watch(session, watch, budget, seen, _attempt(session, seen, rejoin, handle), first)
     except StaticConsumerError as exc:
         _end(session, exc)
         if isinstance(exc, UnreleasedInstanceIdError) and session.stop.is_set():
@@ -205,6 +221,31 @@ def wait_for_release(
     )
 
 
+def _attempt(
+    session: Session,
+    seen: _Seen,
+    rejoin: Callable[[], ConsumerAdapter],
+    handle: Callable[[PollError], object],
+) -> Callable[[], bool]:
+    def attempt() -> bool:
+        """One join with a new client: False when refused, True when assigned or still under way."""
+        adapter = rejoin()
+        for _ in range(JOIN_POLLS):
+            if session.state is State.RUNNING:
+                return True
+            item = adapter.poll(JOIN_POLL_S)
+            for error in [*adapter.take_errors(), *([item] if isinstance(item, PollError) else [])]:
+                if error.kind is ErrorKind.UNRELEASED:
+                    seen.refusals += 1
+                    return False
+                handle(error)
+            if isinstance(item, Record):
+                session.buffer.append(item)
+        return True  # not refused within the window: the join is under way (or got no partitions)
+
+    return attempt
+
+
 def _watch(
     session: Session,
     watch: GroupWatch,
@@ -213,7 +254,13 @@ def _watch(
     attempt: Callable[[], bool],
     first: PollError,
 ) -> None:
-    """The loop of :func:`wait_for_release`: returns once a join was not refused, else raises."""
+    """The loop of :func:`wait_for_release`: returns once a join was not refused, else raises.
+
+    ``release_max_wait_s`` (``budget.max_wait_s``) ends the wait only while no holder can be judged: the
+    group is not described, nobody is listed, or a holder was first seen after the bound ran out (the
+    coordinator kept moving). A holder first seen before it ran out keeps its full session + margin, so
+    the wait ends at the latest ``max_wait_s`` + session + margin after it began.
+    """
     clock, instance_id = session.clock, session.instance_id
     assert instance_id is not None
     started = clock()
@@ -221,19 +268,23 @@ def _watch(
     while True:
         if session.stop.is_set():
             raise unreleased_error(first, group_id=session.settings.group_id, instance_id=instance_id)
-        if clock() - started > budget.max_wait_s:
-            raise _not_released(session, budget)
+        asked = clock()  # a holder listed in the answer was listed at some time after this
         look = watch.look()
         seen.looks += 1
-        now = clock()
         coordinator = look.coordinator if look is not None else None
         if look is None or coordinator != seen.coordinator:
-            # Unanswered or a new coordinator: a reload restarts every session timer, so ours too.
+            # Unanswered or a new coordinator: a reload restarts every session timer, so ours too, armed
+            # with the group's session then in force, which is read again.
+            if seen.looks > 1 and look is not None:
+                budget = budget.with_session(watch.session_ms())
             seen.first_seen.clear()
             seen.coordinator = coordinator
+        out_of_time = asked - started > budget.max_wait_s
         if look is None:
-            if now >= next_blind:
-                next_blind = now + BLIND_ATTEMPT_S
+            if out_of_time:
+                raise _not_released(session, budget)
+            if asked >= next_blind:
+                next_blind = asked + BLIND_ATTEMPT_S
                 if attempt():
                     return
             session.sleep(LOOK_S)
@@ -242,9 +293,13 @@ def _watch(
         if holder is None:
             if attempt():
                 return
+            if out_of_time:
+                raise _not_released(session, budget)
             session.sleep(LOOK_S)  # refused: another process was faster; the next look shows it
             continue
         if holder.member_id not in seen.first_seen:
+            if out_of_time:
+                raise _not_released(session, budget)
             log.info(
                 "group.instance.id %r is held by member %s (client id %r, host %s, partitions %s)",
                 instance_id,
@@ -253,13 +308,13 @@ def _watch(
                 holder.host,
                 ", ".join(map(str, holder.assignment)) or "none",
             )
-        since = seen.first_seen.setdefault(holder.member_id, now)
-        if holder.assignment and now >= seen.next_proof:
-            seen.next_proof = now + PROOF_S
+        since = seen.first_seen.setdefault(holder.member_id, asked)
+        if holder.assignment and asked >= seen.next_proof:
+            seen.next_proof = asked + PROOF_S
             if seen.committed_moved(holder, watch.committed(holder.assignment)):
                 raise _duplicate(session, holder)
-        if now - since > budget.holder_bound_s:
-            raise _outlived(session, holder, now - since, budget)
+        if asked - since > budget.holder_bound_s:
+            raise _outlived(session, holder, asked - since, budget)
         session.sleep(LOOK_S)
 
 

@@ -5,10 +5,13 @@ models in :mod:`assignors` from the members the coordinator reports (instance id
 the topics' current partition counts. Whatever the assignor, the audit reports partitions nobody owns,
 partitions owned twice, and partitions that no longer exist.
 
-Unowned partitions matter most: nobody consumes them, and nothing complains. librdkafka notices added
-partitions only at its next metadata refresh (``topic.metadata.refresh.interval.ms``, 5 min by
-default), and it speaks JoinGroup v5 only, so a restarted static leader is not told it leads (KIP-814
-fixed that in JoinGroup v9): until some rebalance happens, new partitions can stay unassigned.
+Unowned partitions matter most: nobody consumes them, and nothing complains. Under the classic protocol
+librdkafka notices added partitions (and new topics matching a ``^regex``) only at its next metadata
+refresh (``topic.metadata.refresh.interval.ms``, 5 min by default); every member then rejoins, and the
+group rebalances. That holds after a static leader restarted too, although JoinGroup v5 does not tell
+the new incarnation that it leads (KIP-814): the coordinator knows it by member id and rebalances when it
+rejoins (``integration/test_static_leader_metadata.py``). So partitions unowned for longer than a refresh
+interval are a fault, not a wait.
 """
 
 from __future__ import annotations
@@ -75,11 +78,11 @@ class GroupAudit:
             lines.append(
                 f"{len(self.report.unassigned)} partition(s) have no owner, so nobody consumes them: "
                 f"{parts}. "
-                "If partitions were added recently, the group has not rebalanced since: librdkafka sees new "
-                "partitions only at its next metadata refresh (topic.metadata.refresh.interval.ms), and a "
-                "restarted static leader speaking JoinGroup < v9 is not told it leads (KIP-814). Force a "
-                f"rebalance: `static-consumer remove-members {group} --instance-id <a live member>` (it "
-                "rejoins at once and the group reassigns everything)"
+                "If partitions were added recently, the group has not rebalanced since: under the classic "
+                "protocol librdkafka sees new partitions only at its next metadata refresh "
+                "(topic.metadata.refresh.interval.ms, 5 min by default), then the group rebalances. Not to "
+                f"wait: `static-consumer remove-members {group} --instance-id <a live member>` (it rejoins "
+                "at once and the group reassigns everything)"
             )
         for overlap in self.report.doubly_assigned:
             owners = ", ".join(self._who(m) for m in overlap.member_ids)

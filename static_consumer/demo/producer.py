@@ -58,3 +58,9 @@ class ContinuousProducer:
             self._thread.join(timeout=10)
         self._producer.flush(30)
         return len(self.delivered)
+
+    def __enter__(self) -> ContinuousProducer:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
