@@ -46,11 +46,11 @@ from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass, field
 from typing import Any
 
-from static_consumer.demo.producer import ContinuousProducer
 from static_consumer.testing import JvmKafkaCluster, create_topic, describe_group
 from static_consumer.testing.group import Group
 from static_consumer.testing.kafka_ops import set_group_config
 from static_consumer.testing.processes import ConsumerProcess, wait_until
+from static_consumer.testing.producer import SteadyProducer
 from static_consumer.testing.specs import static_spec
 
 PARTITIONS = 6
@@ -215,7 +215,7 @@ def restarts(broker: Broker, protocol: str, how: str, runs: int) -> Row:
     row = Row(f"{protocol}, {'kill -9' if how == 'kill' else 'SIGTERM (close)'} + restart")
     session_s = broker.session_of(protocol)
     group = new_group(broker, protocol, how)
-    with ContinuousProducer(broker.bootstrap, group.topic, RATE):
+    with SteadyProducer(broker.bootstrap, group.topic, RATE, max_s=3600.0):
         group.form(MEMBERS, timeout_s=180)
         for i in range(runs):
             name = MEMBERS[i % len(MEMBERS)]
@@ -262,7 +262,7 @@ def duplicates(broker: Broker, protocol: str, runs: int, traffic: bool) -> Row:
     session_s = broker.session_of(protocol)
     for _ in range(runs):
         group = new_group(broker, protocol, "dup")
-        with ContinuousProducer(broker.bootstrap, group.topic, RATE) if traffic else nullcontext():
+        with SteadyProducer(broker.bootstrap, group.topic, RATE, max_s=3600.0) if traffic else nullcontext():
             duplicate(group, row, traffic, session_s)
     return row
 

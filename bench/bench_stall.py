@@ -35,7 +35,6 @@ from dataclasses import dataclass
 from typing import Any
 
 from static_consumer._config import consumer_config
-from static_consumer.demo.runner import ContinuousProducer
 from static_consumer.settings import ConsumerSettings
 from static_consumer.testing import create_topic, local_cluster
 from static_consumer.testing.group import Group
@@ -48,6 +47,7 @@ from static_consumer.testing.pauses import (
     went_backwards,
 )
 from static_consumer.testing.processes import ConsumerProcess, wait_until
+from static_consumer.testing.producer import SteadyProducer
 from static_consumer.testing.specs import static_spec
 
 BATCH = 100
@@ -107,7 +107,7 @@ def run_once(bootstrap: str, args: argparse.Namespace, protocol: str, variant: s
     names = [f"app-{k}" for k in range(args.members)]
     try:
         with (
-            ContinuousProducer(bootstrap, topic, args.rate) as producer,
+            SteadyProducer(bootstrap, topic, args.rate, max_s=3600.0) as producer,
             sampling_commits(bootstrap, group_id, topic, args.partitions) as samples,
         ):
             group.form(names)

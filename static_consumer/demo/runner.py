@@ -23,7 +23,6 @@ from typing import Any
 
 from static_consumer.demo import broker_log
 from static_consumer.demo.metrics import Event, Metrics
-from static_consumer.demo.producer import ContinuousProducer
 from static_consumer.demo.rundata import Incarnation, RunData, StrategyRun, write_run
 from static_consumer.demo.settle import Watcher, wait_settled
 from static_consumer.demo.strategies import BY_NAME, HEARTBEAT_MS, MAX_POLL_MS, DemoConfig, Strategy, spec
@@ -32,6 +31,7 @@ from static_consumer.testing.backends import KafkaCluster
 from static_consumer.testing.group import Group
 from static_consumer.testing.kafka_ops import create_topic
 from static_consumer.testing.processes import ConsumerProcess
+from static_consumer.testing.producer import SteadyProducer
 
 Progress = Callable[[str], None]
 FORMATION_TIMEOUT_S = 120.0  # plus 3 s per consumer process: starting many interpreters takes a while
@@ -215,7 +215,9 @@ def run_demo(cluster: KafkaCluster, cfg: DemoConfig, events_dir: Path, progress:
     rounds = [("TERM", r) for r in range(1, cfg.rounds + 1)] + ([("KILL", 0)] if cfg.kill else [])
     with tempfile.TemporaryDirectory(prefix="demo-state-") as state_root:
         bounce = _Bounce(cluster, cfg, events_dir, Path(state_root), progress)
-        producer = ContinuousProducer(bounce.bootstrap, bounce.topic, cfg.rate_per_s)
+        producer = SteadyProducer(
+            bounce.bootstrap, bounce.topic, cfg.rate_per_s, max_s=3600.0, keep_deliveries=True
+        )
         try:
             fresh = bounce.form()
             bounce.arm_state()
@@ -232,7 +234,7 @@ def run_demo(cluster: KafkaCluster, cfg: DemoConfig, events_dir: Path, progress:
             bounce.drain(producer.stop())
             bounce.stop_all()
         finally:
-            producer.stop()
+            producer.halt()
             bounce.cleanup()
 
     groups = bounce.groups

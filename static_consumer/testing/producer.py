@@ -1,4 +1,5 @@
-"""One background producer for tests: records keep arriving while members restart, fence or migrate."""
+"""One background producer for tests, benchmarks and the demo: records keep arriving while members restart,
+fence or migrate."""
 
 from __future__ import annotations
 
@@ -20,7 +21,9 @@ class SteadyProducer:
 
     As a context manager: started on entry; on a normal exit it stops as :meth:`stop` does (every record
     acknowledged, or HarnessError), so :attr:`acked` is final after the block; on an exception it only
-    halts. ``extra``: more librdkafka properties (e.g. a secured listener's).
+    halts. ``extra``: more librdkafka properties (e.g. a secured listener's). ``keep_deliveries``: also
+    keep (partition, offset, producer timestamp ms) of every acknowledged record in :attr:`delivered` (the
+    demo's end-to-end latency and loss count read it).
     """
 
     def __init__(
@@ -30,6 +33,7 @@ class SteadyProducer:
         rate_per_s: int = 200,
         max_s: float = 300.0,
         extra: Mapping[str, Any] | None = None,
+        keep_deliveries: bool = False,
     ) -> None:
         from confluent_kafka import Producer
 
@@ -48,11 +52,15 @@ class SteadyProducer:
         self.sent = 0
         self.acked = 0
         self.errors: list[str] = []
+        self.delivered: list[tuple[int, int, int]] = []
+        self._keep = keep_deliveries
         self._thread = threading.Thread(target=self._run, name="steady-producer", daemon=True)
 
-    def _ack(self, err: Any, _msg: Any) -> None:
+    def _ack(self, err: Any, msg: Any) -> None:
         if err is None:
             self.acked += 1
+            if self._keep:
+                self.delivered.append((msg.partition(), msg.offset(), msg.timestamp()[1]))
         else:
             self.errors.append(str(err))
 
@@ -81,13 +89,17 @@ class SteadyProducer:
         if exc_type is None:
             self.stop()
         else:  # a failing test: stop the thread and give up on what is still queued, quietly
-            self._halt_thread()
-            self._producer.flush(5)
+            self.halt()
 
     def _halt_thread(self) -> None:
         self._halt.set()
         if self._thread.ident is not None:  # started
             self._thread.join(timeout=10)
+
+    def halt(self, flush_s: float = 5.0) -> None:
+        """Stop writing and give what is queued ``flush_s`` to go out, without checking the acks."""
+        self._halt_thread()
+        self._producer.flush(flush_s)
 
     def stop(self, timeout_s: float = 90.0) -> int:
         """Stop writing and wait for every acknowledgement; the number acknowledged (all of them)."""
