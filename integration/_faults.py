@@ -5,11 +5,12 @@
 
 from __future__ import annotations
 
-from static_consumer.testing import describe_group
+from static_consumer.testing import JvmKafkaCluster, KafkaCluster, describe_group
 from static_consumer.testing.group import Group
 from static_consumer.testing.kafka_ops import high_watermarks, metadata
 from static_consumer.testing.processes import wait_until
 from static_consumer.testing.producer import SteadyProducer as SteadyProducer
+from static_consumer.testing.rebalances import Rebalance
 
 
 def wait_all_consumed(group: Group, timeout_s: float = 120.0) -> set[tuple[str, int, int]]:
@@ -98,3 +99,9 @@ def trouble(group: Group) -> list[str]:
         if proc.returncode is not None
     ]
     return found
+
+
+def logged_rebalances(cluster: KafkaCluster, group_id: str) -> list[Rebalance] | None:
+    """The group's classic generations and KIP-848 group epochs from the broker log, when the backend
+    keeps one (the JVM harness, CI's backend); None for Docker or an existing cluster."""
+    return cluster.group_rebalances(group_id) if isinstance(cluster, JvmKafkaCluster) else None

@@ -4,8 +4,10 @@ Two static members share a 4-partition topic while records are produced at 200/s
 twice: first for less than its session (the broker keeps it; the stall guard checks with one commit and
 hands the batch out), then for longer (the other member takes its partitions; on wake-up the guard drops
 what librdkafka fetched before the freeze). Checked against the other member's own events: no record is
-handed out after the wake-up for a partition the other member owned at that instant. Also: nothing is
-lost, the group's committed offsets never go backwards, and the final ones are the high watermarks.
+handed out, and no offset committed, after the wake-up for a partition the other member owned at that
+instant. Also (issue 15): no silent stall and no exit (the victim rejoins and consumes again, the other
+member carried the victim's partitions on), nothing is lost, the group's committed offsets never go
+backwards, and the final ones are the high watermarks.
 
 One scenario per protocol, on the shared broker, with a 5 s session (the harness allows 1 s):
 the classic one set on the members, the KIP-848 one on the group.
@@ -23,9 +25,12 @@ from _faults import SteadyProducer, high_watermarks, wait_all_consumed
 from static_consumer.testing.group import Group
 from static_consumer.testing.pauses import (
     pause,
+    pause_until,
     refused_batches,
     sampling_commits,
+    stale_commits,
     stale_records,
+    timeline,
     went_backwards,
 )
 from static_consumer.testing.processes import ConsumerProcess, Event, wait_until
@@ -84,23 +89,50 @@ def test_a_member_paused_past_its_session_hands_out_no_record_it_no_longer_owns(
         # batch is the residual window, see the end).
         victim.wait_for_kind("committed", timeout_s=30, after=short["ts"])
         before = victim.assignment()
-        frozen, thawed = pause(victim, LONG_PAUSE_S)
+        freezing = time.time()
+
+        def taken() -> bool:  # the other member was handed some of the victim's partitions
+            return any(
+                e["ts"] > freezing and before & {(t, p) for t, p in e["partitions"]}
+                for e in other.events("assigned")
+            )
+
+        # At least LONG_PAUSE_S, and on until the other member took over (a loaded CI host has expired
+        # the victim seconds late), plus a second.
+        frozen, thawed = pause_until(victim, LONG_PAUSE_S, taken)
         took_over = [e["ts"] - frozen for e in other.events("assigned") if frozen < e["ts"] < thawed]
         assert took_over, "the other member did not take the victim's partitions during the pause"
         long = stall_after(victim, thawed)
         lost = victim.wait_for(lambda e: e["kind"] == "lost" and e["ts"] > thawed, 30, "the loss")
         print(
-            f"{protocol}: {LONG_PAUSE_S} s pause of a member owning {sorted(before)}: taken over "
+            f"{protocol}: {thawed - frozen:.1f} s pause of a member owning {sorted(before)}: taken over "
             f"{min(took_over):.1f} s into it; on wake-up: loss reported after "
             f"{(lost['ts'] - thawed) * 1000:.0f} ms, stall verdict {long['verdict']}, "
             f"{long['dropped']} records dropped, check took {long['waited_s'] * 1000:.1f} ms"
         )
         assert long["verdict"] in ("lost", "gone"), long
         group.wait_stable(timeout_s=90, settle_s=1.0)
+        # No silent stall and no exit: the victim rejoins under the same instance id and consumes again;
+        # the member that took its partitions committed them meanwhile and goes on committing.
+        back = victim.wait_for(
+            lambda e: e["kind"] == "assigned" and e["ts"] > thawed and bool(e["partitions"]), 60, "a rejoin"
+        )
+        victim.wait_for(lambda e: e["kind"] == "records" and e["ts"] > back["ts"], 30, "records after it")
+        other.wait_for(lambda e: e["kind"] == "committed" and e["ts"] > back["ts"], 30, "a commit after it")
+        carried = {(t, p) for e in other.events("committed") if e["ts"] > frozen for t, p, _o in e["offsets"]}
+        assert carried & before, f"the other member committed none of {sorted(before)} after the freeze"
+        print(
+            f"{protocol}: the victim rejoined {back['ts'] - thawed:.1f} s after the wake-up with "
+            f"{sorted(p for _t, p in back['partitions'])}; exit code {victim.returncode}"
+        )
+        assert victim.returncode is None and other.returncode is None, victim.stderr_tail()
         acked = producer.stop()
 
+    seen = timeline([victim, other], frozen - 1.0, thawed + 5.0)
     late = stale_records(victim, [other], thawed)
-    assert late == [], f"handed out after the wake-up while another member owned them: {late}"
+    assert late == [], f"handed out after the wake-up while another member owned them: {late}\n{seen}"
+    late_commits = stale_commits(victim, [other], thawed)
+    assert late_commits == [], f"committed after the wake-up, not its own: {late_commits}\n{seen}"
     assert len(wait_all_consumed(group)) == acked  # nothing lost
     marks = high_watermarks(bootstrap, group.topic, PARTITIONS)
     wait_until(lambda: group.committed() == marks, 60, "every partition committed up to its high watermark")

@@ -1,7 +1,9 @@
 """Rolling bounces on a real broker: static members restart without revoking anyone's partitions.
 
 Issue 3, scenarios a) rolling bounce (with a dynamic control), e) restarting the group leader, and
-f) clean shutdowns lose and duplicate nothing (records consumed == committed position).
+f) clean shutdowns lose and duplicate nothing (records consumed == committed position). Issue 15: Kafka's
+bounce_mode "all" (every member but one stopped at once, all restarted within the session), on both
+protocols, with a dynamic control per protocol.
 """
 
 from __future__ import annotations
@@ -10,8 +12,9 @@ import time
 from collections.abc import Callable
 
 import pytest
+from _faults import logged_rebalances
 
-from static_consumer.testing import produce
+from static_consumer.testing import KafkaCluster, produce
 from static_consumer.testing.group import Group
 from static_consumer.testing.processes import ConsumerProcess
 
@@ -92,3 +95,107 @@ def test_rolling_bounce_of_dynamic_members_revokes_partitions(
     assert group.revocations_since(stable_since) >= len(MEMBERS)
     consumed = group.wait_consumed(produced)
     assert len(consumed) == produced  # at-least-once still holds for dynamic members
+
+
+# ------------------------------------------------------------------ bounce_mode "all" (issue 15)
+BOUNCED = ("app-1", "app-2", "app-3")  # every member but app-0, as Kafka's system test keeps one alive
+ALL_ROUNDS = 2
+
+
+@pytest.mark.parametrize("protocol", ["classic", "consumer"])
+def test_bouncing_all_static_members_but_one_at_once_moves_nothing(
+    protocol: str,
+    kafka_cluster: KafkaCluster,
+    kafka_bootstrap_servers: str,
+    kafka_topic_factory: Callable[..., str],
+    kafka_group_id_factory: Callable[..., str],
+    kafka_consumer_process_factory: Callable[..., ConsumerProcess],
+) -> None:
+    """Kafka's test_static_consumer_bounce with bounce_mode "all": every member but one stops at once
+    and all come back within the session. No rebalance (the broker logs no new generation or group
+    epoch), every member back on its own partitions, nothing revoked anywhere, nothing lost or doubled."""
+    group = Group.new(
+        kafka_consumer_process_factory,
+        kafka_bootstrap_servers,
+        kafka_topic_factory,
+        kafka_group_id_factory,
+        PARTITIONS,
+        protocol=protocol,
+        static=True,
+    )
+    initial = group.form(("app-0", *BOUNCED))
+    rebalances = logged_rebalances(kafka_cluster, group.group_id)
+    formed = max(e["generation"] for proc in group.members.values() for e in proc.events("assigned"))
+    stable_since = time.time()
+    produced = produce(kafka_bootstrap_servers, group.topic, 2000)
+    for round_ in range(ALL_ROUNDS):
+        began = time.time()
+        restarted = group.bounce_all(BOUNCED)
+        for proc in restarted.values():
+            proc.wait_for_kind("assigned", timeout_s=60)
+        group.wait_stable()
+        print(
+            f"{protocol}: round {round_}: {len(BOUNCED)} members back and stable "
+            f"{time.time() - began:.1f} s after SIGTERM"
+        )
+        produced += produce(kafka_bootstrap_servers, group.topic, 500, start=produced)
+
+    assert group.owned() == initial, "a member came back with other partitions"
+    assert group.revocations_since(stable_since) == 0
+    assert group.moves_since(stable_since, initial) == 0
+    if rebalances is not None:
+        assert logged_rebalances(kafka_cluster, group.group_id) == rebalances, "the group rebalanced"
+    # The client's view agrees: every restart was handed the generation (classic) or member epoch
+    # (KIP-848) the group had settled on when it formed.
+    rejoined = [
+        e["generation"]
+        for p in group.all_processes()
+        for e in p.events("assigned")
+        if e["ts"] >= stable_since
+    ]
+    assert len(rejoined) == ALL_ROUNDS * len(BOUNCED) and set(rejoined) == {formed}, (rejoined, formed)
+
+    group.wait_consumed(produced)
+    for name in list(group.members):
+        group.stop(name)
+    consumed = group.consumed()
+    assert len(consumed) == produced
+    assert max(consumed.values()) == 1, "a clean static bounce delivered a record twice"
+    per_partition = {p: 1 + max(o for (_t, pp, o) in consumed if pp == p) for p in range(PARTITIONS)}
+    assert group.committed() == per_partition, "committed position differs from what was consumed"
+
+
+@pytest.mark.parametrize("protocol", ["classic", "consumer"])
+def test_bouncing_all_dynamic_members_but_one_at_once_moves_partitions(
+    protocol: str,
+    kafka_cluster: KafkaCluster,
+    kafka_bootstrap_servers: str,
+    kafka_topic_factory: Callable[..., str],
+    kafka_group_id_factory: Callable[..., str],
+    kafka_consumer_process_factory: Callable[..., ConsumerProcess],
+) -> None:
+    """The control, judged over the whole group: with dynamic members the same bounce rebalances, and
+    partitions move (to the member that stayed, then back), under either protocol."""
+    group = Group.new(
+        kafka_consumer_process_factory,
+        kafka_bootstrap_servers,
+        kafka_topic_factory,
+        kafka_group_id_factory,
+        PARTITIONS,
+        protocol=protocol,
+        static=False,
+    )
+    initial = group.form(("app-0", *BOUNCED))
+    rebalances = logged_rebalances(kafka_cluster, group.group_id)
+    stable_since = time.time()
+    produced = produce(kafka_bootstrap_servers, group.topic, 2000)
+    group.bounce_all(BOUNCED)
+    group.wait_stable()
+    revocations, moves = group.revocations_since(stable_since), group.moves_since(stable_since, initial)
+    print(f"{protocol} dynamic: {revocations} revocations, {moves} partitions moved")
+    assert revocations + moves > 0, "the dynamic bounce moved nothing"
+    if rebalances is not None:
+        assert logged_rebalances(kafka_cluster, group.group_id) != rebalances, (
+            "no rebalance in the broker log"
+        )
+    assert len(group.wait_consumed(produced)) == produced  # at-least-once still holds

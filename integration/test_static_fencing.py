@@ -14,6 +14,9 @@ disturbed.
 Records are produced continuously while both processes run (except in the idle case), so the fenced one
 would have something to commit after the fence if it were going to. Every test runs on the shared
 broker; KIP-848 groups get a 10 s session and 0.5 s heartbeats as group overrides.
+
+Issue 15 adds the system-test shape: two ids duplicated at once in a stable group with bystanders, where
+exactly the duplicates must end and the bystanders must not notice.
 """
 
 from __future__ import annotations
@@ -23,9 +26,10 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
+from _faults import logged_rebalances
 
-from static_consumer.testing import describe_group
-from static_consumer.testing.group import CONSUMER_PROTOCOL_SESSION_MS, shorten_consumer_session
+from static_consumer.testing import KafkaCluster, describe_group
+from static_consumer.testing.group import CONSUMER_PROTOCOL_SESSION_MS, Group, shorten_consumer_session
 from static_consumer.testing.processes import ConsumerProcess, Event, wait_until
 from static_consumer.testing.producer import SteadyProducer
 from static_consumer.testing.specs import static_spec
@@ -226,3 +230,71 @@ def test_two_processes_started_together_leave_exactly_one_member(
     assert _sole_member(bootstrap, group) == ("app-0", _last_assigned(winner)["member_id"])
     assert winner.returncode is None, winner.stderr_tail()
     _consumed_everything(procs, producer.acked)
+
+
+def _carries_on(proc: ConsumerProcess, partitions: set[tuple[str, int]], after: float) -> None:
+    """``proc`` owns ``partitions`` and commits after ``after``."""
+    wait_until(lambda: proc.assignment() == partitions, 30, f"{proc.name} owning {sorted(partitions)}")
+    proc.wait_for(lambda e: e["kind"] == "committed" and e["ts"] > after, 30, "a commit after the fences")
+
+
+CONFLICTING = ("app-0", "app-1")  # app-0 leads the classic group
+BYSTANDERS = ("app-2", "app-3")
+
+
+@pytest.mark.parametrize("protocol", ["classic", "consumer"])
+def test_two_duplicates_started_at_once_into_a_stable_group_end_only_the_duplicates(
+    protocol: str,
+    kafka_cluster: KafkaCluster,
+    kafka_bootstrap_servers: str,
+    kafka_topic_factory: Callable[..., str],
+    kafka_group_id_factory: Callable[..., str],
+    kafka_consumer_process_factory: Callable[..., ConsumerProcess],
+) -> None:
+    """Two instance ids duplicated at once in a stable group of four: per id exactly one process exits
+    82 (classic: the original, KIP-848: the newcomer), committing nothing after its fence; the other
+    process of each id owns that id's partitions; the bystanders never lose a partition, keep
+    consuming and committing, and the group does not rebalance."""
+    bootstrap = kafka_bootstrap_servers
+    group = Group.new(
+        kafka_consumer_process_factory,
+        bootstrap,
+        kafka_topic_factory,
+        kafka_group_id_factory,
+        2 * PARTITIONS,
+        protocol=protocol,
+        spec_extra=lambda _name: {"batch": BATCH},
+    )
+    with SteadyProducer(bootstrap, group.topic, rate_per_s=400) as producer:
+        initial = group.form((*CONFLICTING, *BYSTANDERS))
+        for proc in group.members.values():
+            proc.wait_for_kind("committed", timeout_s=30, after=time.time())
+        rebalances = logged_rebalances(kafka_cluster, group.group_id)
+        stable_since = time.time()
+        originals = {name: group.members[name] for name in CONFLICTING}
+        duplicates = {name: group.spawn_held(name) for name in CONFLICTING}
+        for proc in duplicates.values():
+            proc.wait_for_kind("held", timeout_s=60)
+        started = time.time()
+        for proc in duplicates.values():
+            proc.release()
+        losers, winners = (originals, duplicates) if protocol == "classic" else (duplicates, originals)
+        for name in CONFLICTING:
+            _assert_fenced_cleanly(losers[name], started, "both duplicates were started")
+            if protocol == "consumer":
+                assert losers[name].events("assigned") == [] and losers[name].records() == []
+        last_exit = max(proc.wait_for_kind("exit", timeout_s=1)["ts"] for proc in losers.values())
+        for name in (*CONFLICTING, *BYSTANDERS):
+            _carries_on(winners.get(name) or group.members[name], initial[name], last_exit)
+    # Exactly the duplicates ended: every other process still runs.
+    survivors = [*winners.values(), *(group.members[name] for name in BYSTANDERS)]
+    assert [p.name for p in survivors if p.returncode is not None] == []
+    listed = {m.group_instance_id for m in describe_group(bootstrap, group.group_id).members}
+    assert listed == {*CONFLICTING, *BYSTANDERS}
+    for name in BYSTANDERS:
+        events = group.members[name].events()
+        revoked = [e for e in events if e["kind"] in ("revoked", "lost") and e["ts"] >= stable_since]
+        assert revoked == [], f"bystander {name} gave up partitions: {revoked}"
+    if rebalances is not None:
+        assert logged_rebalances(kafka_cluster, group.group_id) == rebalances, "the group rebalanced"
+    _consumed_everything([*originals.values(), *duplicates.values(), *group.members.values()], producer.acked)

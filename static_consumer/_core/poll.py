@@ -38,10 +38,18 @@ def handle_error(session: Session, error: PollError) -> bool:
         return True
     if error.kind is ErrorKind.MAX_POLL_EXCEEDED:
         log.warning(
-            "%s: the member left the group and its partitions will be reassigned; processing between "
-            "polls took longer than max_poll_interval_ms=%d, raise it or process smaller batches",
+            "%s: processing between polls took longer than max_poll_interval_ms=%d; %s. Raise it or "
+            "process smaller batches",
             error.reason,
             session.settings.max_poll_interval_ms,
+            (
+                "its partitions are lost here and nothing is committed for them, but a static member "
+                "sends no LeaveGroup: the broker keeps them for it until its session times out, so it "
+                "gets them back without a rebalance when this poll came within session_timeout_ms of the "
+                "expiry; otherwise the group has rebalanced and it rejoins"
+            )
+            if session.instance_id is not None
+            else "the member left the group and its partitions will be reassigned",
         )
     elif error.kind is not ErrorKind.PARTITION_EOF and session.error_log.allow(error.code):
         log.warning("kafka error %s: %s (still polling)", error.name, error.reason)

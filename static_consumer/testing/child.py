@@ -8,6 +8,8 @@
 - ``topics``; ``commit``: commit processed offsets after each batch (default true);
 - ``batch``: records per batch; ``max_records``; ``max_runtime_s`` (default 300: every run ends);
 - ``process_s``: seconds each batch takes to process (a sleep between handing it out and committing);
+- ``block`` (static mode): a path; once a file exists there, the next batch's handler blocks for the
+  seconds written in it before its commit, and the file is removed (``blocking``, ``unblocked``);
 - ``leave_on_exit``: StaticConsumer.leave_group() instead of close() on SIGTERM;
 - ``go_on_after_refused_commit``: a refused commit (e.g. after a lost session, or partitions that moved
   during the batch) is reported as ``commit_refused`` and consuming goes on, instead of ending the child;
@@ -18,9 +20,9 @@
 
 Events: ready, assigned, revoked, lost, records (with [topic, partition, offset] triples), committed,
 commit_deferred (a transient commit failure: the offsets go with the next commit), commit_refused,
-stalled (StaticConsumer's stall guard), error, fenced, closed, metrics (with ``otel``), rebuild and alive
-(with ``workload``), held, exit. SIGTERM
-finishes the current batch, commits and closes.
+stalled (StaticConsumer's stall guard), blocking and unblocked (with ``block``), error, fenced, closed,
+metrics (with ``otel``), rebuild and alive (with ``workload``), held, exit. SIGTERM finishes the current
+batch, commits and closes.
 """
 
 from __future__ import annotations

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import os
 import time
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 from static_consumer import (
@@ -83,6 +85,18 @@ class _Streamer(MembershipListener):
         )
 
 
+def block_if_asked(trigger: str | None, emit: Emit) -> None:
+    """A handler that blocks when told: when the file ``trigger`` exists, read the seconds it holds,
+    remove it and sleep that long between handing the batch out and committing it."""
+    if not trigger or not os.path.exists(trigger):
+        return
+    seconds = float(Path(trigger).read_text())
+    os.unlink(trigger)
+    emit("blocking", seconds=seconds)
+    time.sleep(seconds)
+    emit("unblocked")
+
+
 def run_static(spec: dict[str, Any], emit: Emit, should_stop: Callable[[], bool]) -> int:
     settings = ConsumerSettings(**spec["settings"])
     work = Workload(spec["workload"], emit) if spec.get("workload") is not None else None
@@ -118,7 +132,9 @@ def run_static(spec: dict[str, Any], emit: Emit, should_stop: Callable[[], bool]
             else:
                 emit("records", records=[[r.topic, r.partition, r.offset] for r in records])
             time.sleep(float(spec.get("process_s", 0)))
+            block_if_asked(spec.get("block"), emit)
             if spec.get("commit", True):
+                called = time.time()
                 try:
                     sent = committer.commit(records)  # like run_until_sigterm: rides out coordinator moves
                 except CommitFailedError as exc:
@@ -129,7 +145,11 @@ def run_static(spec: dict[str, Any], emit: Emit, should_stop: Callable[[], bool]
                 if sent is None:
                     emit("commit_deferred")
                 else:
-                    emit("committed", offsets=sorted([tp.topic, tp.partition, o] for tp, o in sent.items()))
+                    emit(
+                        "committed",
+                        offsets=sorted([tp.topic, tp.partition, o] for tp, o in sent.items()),
+                        called=called,
+                    )
         if spec.get("leave_on_exit"):
             consumer.leave_group()
         else:

@@ -46,6 +46,8 @@ class Group:
     # classic. None: CONSUMER_PROTOCOL_SESSION_MS under KIP-848, the spec's default under classic.
     session_ms: int | None = None
     spec_factory: Callable[[str], dict[str, Any]] | None = None  # overrides the StaticConsumer spec
+    # ConsumerSettings fields for every member, over the test defaults (e.g. max_poll_interval_ms).
+    settings: Mapping[str, Any] = field(default_factory=dict)
     # Per-member keys merged into the default spec (e.g. event_log, otel, leave_on_exit, batch).
     spec_extra: Callable[[str], Mapping[str, Any]] | None = None
     members: dict[str, ConsumerProcess] = field(default_factory=dict)
@@ -81,7 +83,7 @@ class Group:
     def spec(self, name: str) -> dict[str, Any]:
         if self.spec_factory is not None:
             return self.spec_factory(name)
-        settings: dict[str, Any] = {"protocol": self.protocol}
+        settings: dict[str, Any] = {"protocol": self.protocol, **self.settings}
         if self.session_ms is not None:  # left out under KIP-848 by static_spec (a group config there)
             settings["session_timeout_ms"] = self.session_ms
         if not self.static:
@@ -137,6 +139,19 @@ class Group:
         self.retired.append(proc)
         return proc
 
+    def bounce_all(self, names: Iterable[str], timeout_s: float = 60.0) -> dict[str, ConsumerProcess]:
+        """Kafka's bounce_mode "all": SIGTERM every member of ``names`` at once, wait until each exited
+        0 (committed and closed), then start them all at once (interpreters loaded beforehand)."""
+        names = list(names)
+        fresh = {name: self.spawn_held(name) for name in names}
+        for proc in fresh.values():
+            proc.wait_for_kind("held", timeout_s=timeout_s)
+        stopping = [self.retire(name) for name in names]
+        for proc in stopping:
+            code = proc.wait(timeout_s=timeout_s)
+            assert code == 0, f"{proc.name} exited {code}\n{proc.stderr_tail()}"
+        return {name: self.admit(name, proc) for name, proc in fresh.items()}
+
     def all_processes(self) -> list[ConsumerProcess]:
         return [*self.retired, *self.members.values()]
 
@@ -181,6 +196,19 @@ class Group:
                 ):
                     count += 1
         return count
+
+    def moves_since(self, since: float, before: Mapping[str, set[Partition]]) -> int:
+        """Partitions handed, after ``since``, to a member (any of its processes) that did not own them
+        in ``before`` (member name -> partitions): what a rebalance moved, counted over the whole group."""
+        moved = set()
+        for proc in self.all_processes():
+            name = proc.name.split("#")[0]
+            for event in proc.events("assigned"):
+                if event["ts"] >= since:
+                    moved |= {
+                        (name, t, p) for t, p in event["partitions"] if (t, p) not in before.get(name, ())
+                    }
+        return len(moved)
 
     def consumed(self) -> Counter[tuple[str, int, int]]:
         return Counter(r for proc in self.all_processes() for r in proc.records())

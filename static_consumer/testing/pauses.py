@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 
 from static_consumer.testing.kafka_ops import QUIET_LOGGER
@@ -22,6 +22,28 @@ def pause(proc: ConsumerProcess, seconds: float) -> tuple[float, float]:
     frozen = proc.freeze()
     try:
         time.sleep(seconds)
+    finally:
+        thawed = proc.thaw()
+    return frozen, thawed
+
+
+def pause_until(
+    proc: ConsumerProcess,
+    seconds: float,
+    done: Callable[[], bool],
+    max_s: float = 60.0,
+    settle_s: float = 1.0,
+) -> tuple[float, float]:
+    """Freeze ``proc`` for at least ``seconds`` and until ``done()`` (checked every 0.1 s, for at most
+    ``max_s``), then ``settle_s`` more: a pause that outlasts what it waits for even on a loaded host,
+    where the broker may expire the member, or the others react, seconds late. (frozen, thawed) times."""
+    frozen = proc.freeze()
+    try:
+        time.sleep(seconds)
+        deadline = frozen + max_s
+        while not done() and time.time() < deadline:
+            time.sleep(0.1)
+        time.sleep(settle_s)
     finally:
         thawed = proc.thaw()
     return frozen, thawed
@@ -53,6 +75,43 @@ def stale_records(
         theirs = set().union(*(owned_at(other, event["ts"]) for other in others))
         found += [(t, p, o) for t, p, o in event["records"] if (t, p) in theirs or (t, p) not in mine]
     return found
+
+
+def stale_commits(
+    proc: ConsumerProcess, others: Iterable[ConsumerProcess], since: float
+) -> list[tuple[float, str, int]]:
+    """(when, topic, partition) of every offset ``proc`` committed after ``since`` for a partition it
+    did not own then, or that another member owned then (by their own events).
+
+    A commit whose call began before ``since`` (the event's ``called``) is not counted: the broker may
+    have accepted it before a pause and the answer arrived after it (a synchronous commit in flight when
+    the process was frozen)."""
+    others = list(others)
+    found = []
+    for event in proc.events("committed"):
+        called = float(event["called"]) if "called" in event else float(event["ts"])
+        if called <= since:
+            continue
+        mine = owned_at(proc, event["ts"])
+        theirs = set().union(*(owned_at(other, event["ts"]) for other in others))
+        found += [
+            (event["ts"], t, p) for t, p, _o in event["offsets"] if (t, p) in theirs or (t, p) not in mine
+        ]
+    return found
+
+
+def timeline(procs: Iterable[ConsumerProcess], start: float, end: float) -> str:
+    """Every member's events between ``start`` and ``end``, one line each, in time order (for a failing
+    assertion's message: what each member saw, and when)."""
+    rows = []
+    for proc in procs:
+        for event in proc.events():
+            if start <= event["ts"] <= end and event["kind"] != "metrics":
+                brief = {k: v for k, v in event.items() if k not in ("ts", "kind", "records")}
+                if "records" in event:
+                    brief["records"] = len(event["records"])
+                rows.append((event["ts"], f"{event['ts'] - start:7.3f} {proc.name} {event['kind']} {brief}"))
+    return "\n".join(line for _ts, line in sorted(rows))
 
 
 def refused_batches(proc: ConsumerProcess) -> list[tuple[float, int]]:
@@ -113,4 +172,14 @@ def went_backwards(samples: Iterable[dict[int, int]]) -> list[str]:
     return found
 
 
-__all__ = ["owned_at", "pause", "refused_batches", "sampling_commits", "stale_records", "went_backwards"]
+__all__ = [
+    "owned_at",
+    "pause",
+    "pause_until",
+    "refused_batches",
+    "sampling_commits",
+    "stale_commits",
+    "stale_records",
+    "timeline",
+    "went_backwards",
+]

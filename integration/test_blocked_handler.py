@@ -1,0 +1,155 @@
+"""A static member whose handler blocks past ``max_poll_interval_ms`` (issue 15), on a real broker.
+
+Two static members share a 4-partition topic while records are produced at 200/s; the victim's handler
+blocks twice between handing a batch out and committing it (the child's ``block``), with a 5 s session
+and ``max_poll_interval_ms`` 6 s:
+
+1. 8.5 s, past max.poll.interval but under max.poll.interval + session: librdkafka gives up the
+   assignment when the interval expires (MAXPOLL) but, for a static member, sends no LeaveGroup, and
+   stops heartbeating; the broker still holds the member, so nobody else gets its partitions. On
+   return the partitions are reported lost and the member is back on the same ones at once, without a
+   rebalance. The commit of the blocked batch: classic, refused (librdkafka reset its member id, so the
+   broker answers FENCED_INSTANCE_ID, which the consumer tells apart from a duplicate and turns into a
+   refused commit and a new client); KIP-848, accepted (the member's epoch is still valid).
+2. 15 s, past max.poll.interval + session: the broker expires the member a session after its last
+   heartbeat and the other member takes its partitions; on return the commit is refused, the partitions
+   are reported lost, and the member rejoins (a rebalance) and consumes again.
+
+Checked both times, from the members' own events: nothing handed out or committed by the victim for a
+partition the other member owned; nothing lost; the group's committed offsets never go backwards. The
+victim catches ``CommitFailedError`` and goes on polling (errors.md); ``run_until_sigterm`` re-raises it
+(exit 75). One scenario per protocol on the shared broker.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+from _faults import SteadyProducer, logged_rebalances, wait_all_consumed
+
+from static_consumer.testing import KafkaCluster
+from static_consumer.testing.group import Group
+from static_consumer.testing.kafka_ops import high_watermarks
+from static_consumer.testing.pauses import sampling_commits, stale_commits, stale_records, went_backwards
+from static_consumer.testing.processes import ConsumerProcess, Event, wait_until
+
+PARTITIONS = 4
+SESSION_MS = 5000  # heartbeats every 0.5 s
+MAX_POLL_MS = 6000  # the smallest the settings allow with this session (max.poll >= session)
+SHORT_BLOCK_S = 8.5  # expired at ~6 s, the broker would expire the member at ~11 s
+LONG_BLOCK_S = 15.0  # the other member owns the partitions from ~11 s on
+
+
+def _block(victim: ConsumerProcess, trigger: Path, seconds: float) -> tuple[Event, Event]:
+    """Make the victim's next batch block for ``seconds``; its (blocking, unblocked) events."""
+    victim.wait_for_kind("committed", timeout_s=30, after=time.time())
+    trigger.write_text(str(seconds))
+    blocking = victim.wait_for(
+        lambda e: e["kind"] == "blocking" and e["seconds"] == seconds, 30, f"a {seconds} s block"
+    )
+    unblocked = victim.wait_for(
+        lambda e: e["kind"] == "unblocked" and e["ts"] > blocking["ts"], seconds + 30, "the handler's return"
+    )
+    return blocking, unblocked
+
+
+def _after(proc: ConsumerProcess, kind: str, at: float, timeout_s: float = 30.0) -> Event:
+    return proc.wait_for(lambda e: e["kind"] == kind and e["ts"] >= at, timeout_s, f"{kind} after {at}")
+
+
+@pytest.mark.parametrize("protocol", ["classic", "consumer"])
+def test_a_handler_blocked_past_max_poll_interval_costs_its_partitions_and_commits_nothing_stale(
+    protocol: str,
+    kafka_cluster: KafkaCluster,
+    kafka_bootstrap_servers: str,
+    kafka_topic_factory: Callable[..., str],
+    kafka_group_id_factory: Callable[..., str],
+    kafka_consumer_process_factory: Callable[..., ConsumerProcess],
+    tmp_path: Path,
+) -> None:
+    bootstrap = kafka_bootstrap_servers
+    trigger = tmp_path / "block"
+    group = Group.new(
+        kafka_consumer_process_factory,
+        bootstrap,
+        kafka_topic_factory,
+        kafka_group_id_factory,
+        PARTITIONS,
+        protocol=protocol,
+        session_ms=SESSION_MS,
+        settings={"max_poll_interval_ms": MAX_POLL_MS},
+        spec_extra=lambda name: {
+            "batch": 100,
+            "go_on_after_refused_commit": True,
+            **({"block": str(trigger)} if name == "app-1" else {}),
+        },
+    )
+    sampler = sampling_commits(bootstrap, group.group_id, group.topic, PARTITIONS)
+    with SteadyProducer(bootstrap, group.topic) as producer, sampler as samples:
+        group.form(["app-0", "app-1"])
+        other, victim = group.members["app-0"], group.members["app-1"]
+        owned = victim.assignment()
+        rebalances = logged_rebalances(kafka_cluster, group.group_id)
+
+        # 1. Past max.poll.interval, under max.poll.interval + session.
+        blocking, unblocked = _block(victim, trigger, SHORT_BLOCK_S)
+        lost = _after(victim, "lost", unblocked["ts"])
+        back = _after(victim, "assigned", lost["ts"])
+        outcome = victim.wait_for(
+            lambda e: e["kind"] in ("committed", "commit_refused") and e["ts"] >= unblocked["ts"],
+            30,
+            "the blocked batch's commit",
+        )
+        why = outcome["reason"].split("(", 1)[-1].split(":")[0] if "reason" in outcome else ""
+        print(
+            f"{protocol}: {SHORT_BLOCK_S} s block: commit {outcome['kind']} {why}, lost "
+            f"{(lost['ts'] - unblocked['ts']) * 1000:.0f} ms and back on "
+            f"{sorted(p for _t, p in back['partitions'])} "
+            f"{(back['ts'] - unblocked['ts']) * 1000:.0f} ms after the handler returned"
+        )
+        taken = [e for e in other.events("assigned") if blocking["ts"] < e["ts"] < back["ts"]]
+        assert taken == [], "the other member got partitions while the broker still held the victim"
+        assert {(t, p) for t, p in back["partitions"]} == owned
+        assert outcome["kind"] == ("commit_refused" if protocol == "classic" else "committed"), outcome
+        group.wait_stable(timeout_s=60, settle_s=1.0)
+        if rebalances is not None:
+            assert logged_rebalances(kafka_cluster, group.group_id) == rebalances, "the group rebalanced"
+
+        # 2. Past max.poll.interval + session: the broker expires the member and the other takes over.
+        blocking, unblocked = _block(victim, trigger, LONG_BLOCK_S)
+        taken = [e for e in other.events("assigned") if blocking["ts"] < e["ts"] < unblocked["ts"]]
+        assert taken, "the other member did not take the victim's partitions during the block"
+        took_at = taken[0]["ts"] - blocking["ts"]
+        refused = _after(victim, "commit_refused", unblocked["ts"])
+        lost = _after(victim, "lost", unblocked["ts"])
+        back = victim.wait_for(
+            lambda e: e["kind"] == "assigned" and e["ts"] > lost["ts"] and bool(e["partitions"]),
+            60,
+            "a rejoin",
+        )
+        victim.wait_for(lambda e: e["kind"] == "records" and e["ts"] > back["ts"], 30, "records after it")
+        why = refused["reason"].split("(", 1)[-1].split(":")[0]
+        print(
+            f"{protocol}: {LONG_BLOCK_S} s block: the other member took over {took_at:.1f} s into it; on "
+            f"return: commit refused ({why}); back on {sorted(p for _t, p in back['partitions'])} "
+            f"{back['ts'] - unblocked['ts']:.1f} s later"
+        )
+        # Not at max.poll.interval (a LeaveGroup would have moved them then): a session later.
+        assert took_at > MAX_POLL_MS / 1000 + SESSION_MS / 2000, took_at
+        other.wait_for(lambda e: e["kind"] == "committed" and e["ts"] > back["ts"], 30, "a commit after it")
+        group.wait_stable(timeout_s=60, settle_s=1.0)
+        assert victim.returncode is None and other.returncode is None, victim.stderr_tail()
+        acked = producer.stop()
+
+    began = group.all_processes()[0].events()[0]["ts"]
+    assert stale_records(victim, [other], began) == []
+    assert stale_commits(victim, [other], began) == []
+    assert len(wait_all_consumed(group)) == acked  # nothing lost
+    marks = high_watermarks(bootstrap, group.topic, PARTITIONS)
+    wait_until(lambda: group.committed() == marks, 60, "every partition committed up to its high watermark")
+    samples.append(group.committed())
+    assert len(samples) > 20, "too few samples of the committed offsets"
+    assert went_backwards(samples) == []
