@@ -65,18 +65,12 @@ def test_a_handler_blocked_past_max_poll_interval_costs_its_partitions_and_commi
     protocol: str,
     kafka_cluster: KafkaCluster,
     kafka_bootstrap_servers: str,
-    kafka_topic_factory: Callable[..., str],
-    kafka_group_id_factory: Callable[..., str],
-    kafka_consumer_process_factory: Callable[..., ConsumerProcess],
+    kafka_group_factory: Callable[..., Group],
     tmp_path: Path,
 ) -> None:
     bootstrap = kafka_bootstrap_servers
     trigger = tmp_path / "block"
-    group = Group.new(
-        kafka_consumer_process_factory,
-        bootstrap,
-        kafka_topic_factory,
-        kafka_group_id_factory,
+    group = kafka_group_factory(
         PARTITIONS,
         protocol=protocol,
         session_ms=SESSION_MS,

@@ -50,17 +50,11 @@ def stall_after(victim: ConsumerProcess, at: float) -> Event:
 def test_a_member_paused_past_its_session_hands_out_no_record_it_no_longer_owns(
     protocol: str,
     kafka_bootstrap_servers: str,
-    kafka_topic_factory: Callable[..., str],
-    kafka_group_id_factory: Callable[..., str],
-    kafka_consumer_process_factory: Callable[..., ConsumerProcess],
+    kafka_group_factory: Callable[..., Group],
 ) -> None:
     bootstrap = kafka_bootstrap_servers
     extra: dict[str, Any] = {"batch": 100, "go_on_after_refused_commit": True}
-    group = Group.new(
-        kafka_consumer_process_factory,
-        bootstrap,
-        kafka_topic_factory,
-        kafka_group_id_factory,
+    group = kafka_group_factory(
         PARTITIONS,
         protocol=protocol,
         session_ms=SESSION_MS,

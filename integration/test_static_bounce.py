@@ -16,7 +16,6 @@ from _faults import logged_rebalances
 
 from static_consumer.testing import KafkaCluster, produce
 from static_consumer.testing.group import Group
-from static_consumer.testing.processes import ConsumerProcess
 
 PARTITIONS = 8
 MEMBERS = ("app-0", "app-1", "app-2")
@@ -27,15 +26,9 @@ ROUNDS = 3
 def test_rolling_bounce_of_static_members_revokes_nothing_and_loses_nothing(
     protocol: str,
     kafka_bootstrap_servers: str,
-    kafka_topic_factory: Callable[..., str],
-    kafka_group_id_factory: Callable[..., str],
-    kafka_consumer_process_factory: Callable[..., ConsumerProcess],
+    kafka_group_factory: Callable[..., Group],
 ) -> None:
-    group = Group.new(
-        kafka_consumer_process_factory,
-        kafka_bootstrap_servers,
-        kafka_topic_factory,
-        kafka_group_id_factory,
+    group = kafka_group_factory(
         PARTITIONS,
         protocol=protocol,
         static=True,
@@ -71,16 +64,10 @@ def test_rolling_bounce_of_static_members_revokes_nothing_and_loses_nothing(
 
 def test_rolling_bounce_of_dynamic_members_revokes_partitions(
     kafka_bootstrap_servers: str,
-    kafka_topic_factory: Callable[..., str],
-    kafka_group_id_factory: Callable[..., str],
-    kafka_consumer_process_factory: Callable[..., ConsumerProcess],
+    kafka_group_factory: Callable[..., Group],
 ) -> None:
     """The control: the same bounce with plain dynamic members makes the live members give up partitions."""
-    group = Group.new(
-        kafka_consumer_process_factory,
-        kafka_bootstrap_servers,
-        kafka_topic_factory,
-        kafka_group_id_factory,
+    group = kafka_group_factory(
         PARTITIONS,
         protocol="classic",
         static=False,
@@ -107,18 +94,12 @@ def test_bouncing_all_static_members_but_one_at_once_moves_nothing(
     protocol: str,
     kafka_cluster: KafkaCluster,
     kafka_bootstrap_servers: str,
-    kafka_topic_factory: Callable[..., str],
-    kafka_group_id_factory: Callable[..., str],
-    kafka_consumer_process_factory: Callable[..., ConsumerProcess],
+    kafka_group_factory: Callable[..., Group],
 ) -> None:
     """Kafka's test_static_consumer_bounce with bounce_mode "all": every member but one stops at once
     and all come back within the session. No rebalance (the broker logs no new generation or group
     epoch), every member back on its own partitions, nothing revoked anywhere, nothing lost or doubled."""
-    group = Group.new(
-        kafka_consumer_process_factory,
-        kafka_bootstrap_servers,
-        kafka_topic_factory,
-        kafka_group_id_factory,
+    group = kafka_group_factory(
         PARTITIONS,
         protocol=protocol,
         static=True,
@@ -170,17 +151,11 @@ def test_bouncing_all_dynamic_members_but_one_at_once_moves_partitions(
     protocol: str,
     kafka_cluster: KafkaCluster,
     kafka_bootstrap_servers: str,
-    kafka_topic_factory: Callable[..., str],
-    kafka_group_id_factory: Callable[..., str],
-    kafka_consumer_process_factory: Callable[..., ConsumerProcess],
+    kafka_group_factory: Callable[..., Group],
 ) -> None:
     """The control, judged over the whole group: with dynamic members the same bounce rebalances, and
     partitions move (to the member that stayed, then back), under either protocol."""
-    group = Group.new(
-        kafka_consumer_process_factory,
-        kafka_bootstrap_servers,
-        kafka_topic_factory,
-        kafka_group_id_factory,
+    group = kafka_group_factory(
         PARTITIONS,
         protocol=protocol,
         static=False,

@@ -20,7 +20,7 @@ import pytest
 
 from static_consumer.testing import describe_group
 from static_consumer.testing.group import CONSUMER_PROTOCOL_SESSION_MS, Group
-from static_consumer.testing.processes import ConsumerProcess, wait_until
+from static_consumer.testing.processes import wait_until
 
 PARTITIONS = 4
 CLASSIC_SESSION_MS = 10000  # static_spec's default
@@ -44,16 +44,9 @@ def _everything(group: Group) -> set[tuple[str, int]]:
 @pytest.mark.parametrize("protocol", ["classic", "consumer"])
 def test_close_keeps_the_static_member_until_the_session_timeout(
     protocol: str,
-    kafka_bootstrap_servers: str,
-    kafka_topic_factory: Callable[..., str],
-    kafka_group_id_factory: Callable[..., str],
-    kafka_consumer_process_factory: Callable[..., ConsumerProcess],
+    kafka_group_factory: Callable[..., Group],
 ) -> None:
-    group = Group.new(
-        kafka_consumer_process_factory,
-        kafka_bootstrap_servers,
-        kafka_topic_factory,
-        kafka_group_id_factory,
+    group = kafka_group_factory(
         PARTITIONS,
         protocol=protocol,
         spec_extra=_leaving(None),
@@ -89,16 +82,9 @@ def test_close_keeps_the_static_member_until_the_session_timeout(
 @pytest.mark.parametrize("protocol", ["classic", "consumer"])
 def test_leave_group_removes_the_static_member_at_once(
     protocol: str,
-    kafka_bootstrap_servers: str,
-    kafka_topic_factory: Callable[..., str],
-    kafka_group_id_factory: Callable[..., str],
-    kafka_consumer_process_factory: Callable[..., ConsumerProcess],
+    kafka_group_factory: Callable[..., Group],
 ) -> None:
-    group = Group.new(
-        kafka_consumer_process_factory,
-        kafka_bootstrap_servers,
-        kafka_topic_factory,
-        kafka_group_id_factory,
+    group = kafka_group_factory(
         PARTITIONS,
         protocol=protocol,
         spec_extra=_leaving("app-1"),

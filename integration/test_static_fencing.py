@@ -247,20 +247,14 @@ def test_two_duplicates_started_at_once_into_a_stable_group_end_only_the_duplica
     protocol: str,
     kafka_cluster: KafkaCluster,
     kafka_bootstrap_servers: str,
-    kafka_topic_factory: Callable[..., str],
-    kafka_group_id_factory: Callable[..., str],
-    kafka_consumer_process_factory: Callable[..., ConsumerProcess],
+    kafka_group_factory: Callable[..., Group],
 ) -> None:
     """Two instance ids duplicated at once in a stable group of four: per id exactly one process exits
     82 (classic: the original, KIP-848: the newcomer), committing nothing after its fence; the other
     process of each id owns that id's partitions; the bystanders never lose a partition, keep
     consuming and committing, and the group does not rebalance."""
     bootstrap = kafka_bootstrap_servers
-    group = Group.new(
-        kafka_consumer_process_factory,
-        bootstrap,
-        kafka_topic_factory,
-        kafka_group_id_factory,
+    group = kafka_group_factory(
         2 * PARTITIONS,
         protocol=protocol,
         spec_extra=lambda _name: {"batch": BATCH},

@@ -45,16 +45,9 @@ def _observed(logs: Path) -> Callable[[str], dict[str, Any]]:
 def test_static_restart_counts_a_rejoin_and_no_rebalance(
     protocol: str,
     tmp_path: Path,
-    kafka_bootstrap_servers: str,
-    kafka_topic_factory: Callable[..., str],
-    kafka_group_id_factory: Callable[..., str],
-    kafka_consumer_process_factory: Callable[..., ConsumerProcess],
+    kafka_group_factory: Callable[..., Group],
 ) -> None:
-    group = Group.new(
-        kafka_consumer_process_factory,
-        kafka_bootstrap_servers,
-        kafka_topic_factory,
-        kafka_group_id_factory,
+    group = kafka_group_factory(
         PARTITIONS,
         protocol=protocol,
         spec_extra=_observed(tmp_path),
@@ -99,16 +92,9 @@ def test_static_restart_counts_a_rejoin_and_no_rebalance(
 
 def test_restart_after_the_session_expired_is_a_join_that_rebalances(
     tmp_path: Path,
-    kafka_bootstrap_servers: str,
-    kafka_topic_factory: Callable[..., str],
-    kafka_group_id_factory: Callable[..., str],
-    kafka_consumer_process_factory: Callable[..., ConsumerProcess],
+    kafka_group_factory: Callable[..., Group],
 ) -> None:
-    group = Group.new(
-        kafka_consumer_process_factory,
-        kafka_bootstrap_servers,
-        kafka_topic_factory,
-        kafka_group_id_factory,
+    group = kafka_group_factory(
         PARTITIONS,
         protocol="classic",
         spec_extra=_observed(tmp_path),

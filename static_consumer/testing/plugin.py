@@ -41,6 +41,7 @@ import pytest
 
 if TYPE_CHECKING:  # the harness is imported by the fixtures that use it, never at plugin load
     from static_consumer.testing.backends import KafkaCluster
+    from static_consumer.testing.group import Group
     from static_consumer.testing.jvm import JvmKafkaCluster
     from static_consumer.testing.processes import ConsumerProcess
     from static_consumer.testing.spark import SparkConnectServer, StandaloneCluster
@@ -176,6 +177,30 @@ def kafka_consumer_process_factory(
     if failed:
         for proc in started:
             print(f"--- {proc.name} stderr tail ---\n{proc.stderr_tail()}")
+
+
+@pytest.fixture
+def kafka_group_factory(
+    kafka_bootstrap_servers: str,
+    kafka_topic_factory: Callable[..., str],
+    kafka_group_id_factory: Callable[..., str],
+    kafka_consumer_process_factory: Callable[..., ConsumerProcess],
+) -> Callable[..., Group]:
+    """``new(partitions, **options) -> Group``: members in child processes on a new topic with a new group
+    id, on the shared broker (``options`` are :class:`~static_consumer.testing.group.Group`'s fields)."""
+    from static_consumer.testing.group import Group
+
+    def new(partitions: int, **options: Any) -> Group:
+        return Group.new(
+            kafka_consumer_process_factory,
+            kafka_bootstrap_servers,
+            kafka_topic_factory,
+            kafka_group_id_factory,
+            partitions,
+            **options,
+        )
+
+    return new
 
 
 def _jvm_clusters(pytestconfig: pytest.Config) -> Iterator[Callable[..., JvmKafkaCluster]]:
