@@ -262,6 +262,29 @@ static PyObject *get_topic_partition(RecordObject *self, void *unused) {
 
 /* -- construction and lifetime ---------------------------------------------------------------------- */
 
+/* The memory of recently freed records, kept for the next batch (a consume loop frees one batch of
+   records as it makes the next): a list linked through `msg`, at most FREE_MAX long. */
+#define FREE_MAX 2048
+static RecordObject *free_head;
+static int free_count;
+
+/* A message-backed record of `msg` (the reference is the caller's to give). */
+static inline RecordObject *new_record(PyObject *msg) {
+    RecordObject *record = free_head;
+    if (record != NULL) {
+        free_head = (RecordObject *)record->msg;
+        free_count--;
+        PyObject_Init((PyObject *)record, &RecordType);
+    } else {
+        record = PyObject_New(RecordObject, &RecordType);
+        if (record == NULL) return NULL;
+    }
+    record->msg = msg;
+    record->fields = NULL;
+    record->headers = NULL;
+    return record;
+}
+
 /* A value that cannot refer to anything (so a record holding only such values is in no cycle). */
 static int plain(PyObject *v) {
     return v == Py_None || PyLong_CheckExact(v) || PyUnicode_CheckExact(v) || PyBytes_CheckExact(v) ||
@@ -315,6 +338,12 @@ static void Record_dealloc(RecordObject *self) {
     Py_XDECREF(self->msg);
     Py_XDECREF(self->fields);
     Py_XDECREF(self->headers);
+    if (Py_IS_TYPE(self, &RecordType) && free_count < FREE_MAX) {
+        self->msg = (PyObject *)free_head;
+        free_head = self;
+        free_count++;
+        return;
+    }
     Py_TYPE(self)->tp_free((PyObject *)self);
 }
 
@@ -652,16 +681,19 @@ static PyObject *wrap(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
     PyObject *msgs = args[0], *topic = args[1], *result = NULL;
     Py_ssize_t n = PyList_GET_SIZE(msgs), used = 0, room = 8, cached = -1;
     if (n > 0) learn_type(Py_TYPE(PyList_GET_ITEM(msgs, 0)));
-    for (Py_ssize_t i = 0; i < n; i++) { /* errors first: an error leaves the list untouched */
-        PyObject *err = call(PyList_GET_ITEM(msgs, i), M_ERROR);
-        if (err == NULL) return NULL;
-        Py_DECREF(err);
-        if (err != Py_None) Py_RETURN_NONE;
-    }
+    int failed = 0; /* an error event among the messages: the list is left untouched */
     Position *seen = PyMem_Malloc(room * sizeof(Position));
     if (seen == NULL) return PyErr_NoMemory();
-    for (Py_ssize_t i = 0; i < n; i++) { /* the last message of each partition (they come in offset order) */
+    /* One pass: error events, and the last message of each partition (they come in offset order). */
+    for (Py_ssize_t i = 0; i < n; i++) {
         PyObject *msg = PyList_GET_ITEM(msgs, i);
+        PyObject *err = call(msg, M_ERROR);
+        if (err == NULL) goto done;
+        Py_DECREF(err);
+        if (err != Py_None) {
+            failed = 1;
+            goto done;
+        }
         PyObject *p = call(msg, M_PARTITION);
         if (p == NULL) goto done;
         long partition = PyLong_AsLong(p);
@@ -725,19 +757,17 @@ static PyObject *wrap(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
         Py_DECREF(key);
     }
     for (Py_ssize_t i = 0; i < n; i++) { /* the records take over the list's references to the messages */
-        RecordObject *record = PyObject_New(RecordObject, &RecordType);
+        RecordObject *record = new_record(PyList_GET_ITEM(msgs, i));
         if (record == NULL) { /* the list then holds records and messages: unusable */
             Py_CLEAR(result);
             goto done;
         }
-        record->msg = PyList_GET_ITEM(msgs, i);
-        record->fields = NULL;
-        record->headers = NULL;
         PyList_SET_ITEM(msgs, i, (PyObject *)record);
     }
 done:
     for (Py_ssize_t j = 0; j < used; j++) Py_DECREF(seen[j].topic);
     PyMem_Free(seen);
+    if (failed) Py_RETURN_NONE;
     return result;
 }
 
@@ -745,12 +775,9 @@ PyDoc_STRVAR(wrap_one_doc, "wrap_one(msg, /)\n--\n\nA message-backed Record of o
 
 static PyObject *wrap_one(PyObject *module, PyObject *msg) {
     learn_type(Py_TYPE(msg));
-    RecordObject *record = PyObject_New(RecordObject, &RecordType);
-    if (record == NULL) return NULL;
     Py_INCREF(msg);
-    record->msg = msg;
-    record->fields = NULL;
-    record->headers = NULL;
+    RecordObject *record = new_record(msg);
+    if (record == NULL) Py_DECREF(msg);
     return (PyObject *)record;
 }
 

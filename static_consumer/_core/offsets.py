@@ -55,12 +55,19 @@ class OffsetTracker:
         """mark() for the highest processed offset per (topic, partition); returns the partitions
         ignored because they are not owned."""
         ignored = []
-        for (topic, partition), offset in highest.items():
-            tp = TopicPartition(topic, partition)
-            if tp not in self._owned:
-                ignored.append(tp)
-            elif offset + 1 > self._processed.get(tp, -1):
-                self._processed[tp] = offset + 1
+        owned, processed = self._owned, self._processed
+        for key, offset in highest.items():
+            # A plain (topic, partition) finds its TopicPartition (a NamedTuple: equal, same hash) in the
+            # set and the dict, and updating the dict keeps its TopicPartition key: one is built only for
+            # a partition seen the first time (the per-batch cost counts at high throughput).
+            if key not in owned:
+                ignored.append(TopicPartition(*key))
+                continue
+            done = processed.get(key)
+            if done is None:
+                processed[TopicPartition(*key)] = offset + 1
+            elif offset + 1 > done:
+                processed[key] = offset + 1
         return ignored
 
     def pending(self, partitions: Iterable[TopicPartition] | None = None) -> dict[TopicPartition, int]:
