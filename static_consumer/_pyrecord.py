@@ -11,12 +11,12 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from itertools import repeat
 from operator import attrgetter
-from typing import Any, SupportsIndex, overload
+from typing import Any, Final, SupportsIndex, overload
 
 # librdkafka's RD_KAFKA_TIMESTAMP_NOT_AVAILABLE (confluent_kafka.TIMESTAMP_NOT_AVAILABLE; a unit test
 # pins that they agree): timestamp_ms is None for it.
 _TIMESTAMP_NOT_AVAILABLE = 0
-_FIELDS = ("topic", "partition", "offset", "key", "value", "timestamp_ms", "timestamp_type", "headers")
+_FIELDS: Final = ("topic", "partition", "offset", "key", "value", "timestamp_ms", "timestamp_type", "headers")
 
 
 def _field(index: int) -> property:
@@ -33,16 +33,7 @@ class Record:
     __module__ = "static_consumer.types"  # pickles name static_consumer.types.Record, either implementation
     _fields = _FIELDS
     _field_defaults: dict[str, Any] = {"headers": ()}  # a dict, as namedtuple has it
-    __match_args__ = (
-        "topic",
-        "partition",
-        "offset",
-        "key",
-        "value",
-        "timestamp_ms",
-        "timestamp_type",
-        "headers",
-    )
+    __match_args__ = _FIELDS
 
     _values: tuple[Any, ...]
 
