@@ -52,6 +52,7 @@ class Clock:
 def confluent(bootstrap: str, topic: str, group: str, instance: str, count: int) -> dict[str, float]:
     from confluent_kafka import Consumer
 
+    clock = Clock()  # the client's life starts here (imports done)
     consumer = Consumer(
         {
             "bootstrap.servers": bootstrap,
@@ -62,7 +63,6 @@ def confluent(bootstrap: str, topic: str, group: str, instance: str, count: int)
             "session.timeout.ms": SESSION_MS,
         }
     )
-    clock = Clock()
     consumer.subscribe([topic])
     size, deadline = 0, time.monotonic() + DEADLINE_S
     try:
@@ -84,6 +84,7 @@ def static_consumer(
 ) -> dict[str, float]:
     from static_consumer import ConsumerSettings, StaticConsumer
 
+    clock = Clock()  # before the settings are built and checked
     settings = ConsumerSettings(
         bootstrap_servers=bootstrap,
         group_id=group,
@@ -92,7 +93,6 @@ def static_consumer(
         session_timeout_ms=SESSION_MS,
         protocol="classic",
     )
-    clock = Clock()
     size, deadline = 0, time.monotonic() + DEADLINE_S
     with StaticConsumer(settings) as consumer:
         while clock.seen < count and time.monotonic() < deadline:
@@ -118,6 +118,7 @@ def static_consumer(
 def kafka_python(bootstrap: str, topic: str, group: str, instance: str, count: int) -> dict[str, float]:
     from kafka import KafkaConsumer
 
+    clock = Clock()
     consumer = KafkaConsumer(
         topic,
         bootstrap_servers=bootstrap,
@@ -128,7 +129,6 @@ def kafka_python(bootstrap: str, topic: str, group: str, instance: str, count: i
         max_poll_records=BATCH,
         session_timeout_ms=SESSION_MS,
     )
-    clock = Clock()
     size, deadline = 0, time.monotonic() + DEADLINE_S
     try:
         while clock.seen < count and time.monotonic() < deadline:
@@ -149,6 +149,7 @@ def aiokafka(bootstrap: str, topic: str, group: str, instance: str, count: int) 
     async def run() -> dict[str, float]:
         from aiokafka import AIOKafkaConsumer
 
+        clock = Clock()
         consumer = AIOKafkaConsumer(
             topic,
             bootstrap_servers=bootstrap,
@@ -159,7 +160,6 @@ def aiokafka(bootstrap: str, topic: str, group: str, instance: str, count: int) 
             max_poll_records=BATCH,
             session_timeout_ms=SESSION_MS,
         )
-        clock = Clock()
         await consumer.start()
         size, deadline = 0, time.monotonic() + DEADLINE_S
         try:
