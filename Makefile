@@ -6,7 +6,8 @@ STAMP := $(VENV)/.installed
 
 .PHONY: demo test unit unit-pure-python integration lint typecheck docs clean
 
-$(STAMP): pyproject.toml
+# setup.py and the C source too: an editable install builds static_consumer/_crecord.c once, in place.
+$(STAMP): pyproject.toml setup.py static_consumer/_crecord.c
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
 	$(BIN)/pip install --quiet -e '.[dev]'

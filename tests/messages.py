@@ -3,6 +3,7 @@ tests of the adapter's conversion and of Record (a real Message object; no broke
 
 from __future__ import annotations
 
+import os
 from types import ModuleType
 from typing import Any
 
@@ -32,6 +33,8 @@ def _native() -> ModuleType | None:
     try:
         from static_consumer import _crecord
     except ImportError:
+        if os.environ.get("CI") == "true":  # CI installs with a compiler: a missing build is a failure there
+            raise
         return None
     return _crecord
 
