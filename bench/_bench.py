@@ -13,12 +13,32 @@ import os
 import platform
 import statistics
 import time
+import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from static_consumer.testing.kafka_ops import QUIET_LOGGER
 
 HEADERS = [("trace-id", b"0af7651916cd43dd8448eb211c80319c"), ("source", b"bench")]
+
+
+def raw_consumer(bootstrap: str, topic: str) -> Any:
+    """The raw confluent-kafka consumer of the benchmarks' baseline loops: a new group subscribed to
+    ``topic`` from its start, offsets committed by the loop only."""
+    from confluent_kafka import Consumer
+
+    consumer = Consumer(
+        {
+            "bootstrap.servers": bootstrap,
+            "group.id": f"raw-{uuid.uuid4().hex[:8]}",
+            "auto.offset.reset": "earliest",
+            "enable.auto.commit": False,
+            "logger": QUIET_LOGGER,
+        }
+    )
+    consumer.subscribe([topic])
+    return consumer
 
 
 def produce(

@@ -115,20 +115,25 @@ def static_consumer(
         return clock.result()
 
 
+def _peer_settings(bootstrap: str, group: str, instance: str) -> dict[str, Any]:
+    """kafka-python's and aiokafka's consumer settings (the same names in both): a static member, from
+    the topic's start, committing by hand."""
+    return {
+        "bootstrap_servers": bootstrap,
+        "group_id": group,
+        "group_instance_id": instance,
+        "auto_offset_reset": "earliest",
+        "enable_auto_commit": False,
+        "max_poll_records": BATCH,
+        "session_timeout_ms": SESSION_MS,
+    }
+
+
 def kafka_python(bootstrap: str, topic: str, group: str, instance: str, count: int) -> dict[str, float]:
     from kafka import KafkaConsumer
 
     clock = Clock()
-    consumer = KafkaConsumer(
-        topic,
-        bootstrap_servers=bootstrap,
-        group_id=group,
-        group_instance_id=instance,
-        auto_offset_reset="earliest",
-        enable_auto_commit=False,
-        max_poll_records=BATCH,
-        session_timeout_ms=SESSION_MS,
-    )
+    consumer = KafkaConsumer(topic, **_peer_settings(bootstrap, group, instance))
     size, deadline = 0, time.monotonic() + DEADLINE_S
     try:
         while clock.seen < count and time.monotonic() < deadline:
@@ -150,16 +155,7 @@ def aiokafka(bootstrap: str, topic: str, group: str, instance: str, count: int) 
         from aiokafka import AIOKafkaConsumer
 
         clock = Clock()
-        consumer = AIOKafkaConsumer(
-            topic,
-            bootstrap_servers=bootstrap,
-            group_id=group,
-            group_instance_id=instance,
-            auto_offset_reset="earliest",
-            enable_auto_commit=False,
-            max_poll_records=BATCH,
-            session_timeout_ms=SESSION_MS,
-        )
+        consumer = AIOKafkaConsumer(topic, **_peer_settings(bootstrap, group, instance))
         await consumer.start()
         size, deadline = 0, time.monotonic() + DEADLINE_S
         try:

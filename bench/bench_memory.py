@@ -11,8 +11,8 @@ the resident set size (VmRSS) of each consumer is read from /proc. Printed per c
 first minute (warm: librdkafka's fetch queues have filled), at the end, the peak (VmHWM), and the slope
 of a least-squares line through the samples after the first minute, in MB per minute; "flat" when the
 line rises less than 5 MB over the measured span (a leak of one byte per record would be 9 MB here).
-Not a test, and not speed-sensitive: run it with heavy-shared. The broker is KAFKA_BOOTSTRAP_SERVERS if
-set, else the embedded one (see docs/testing.md).
+Not a test. Run it alone on the machine (heavy-exclusive here) so that the producer keeps its rate.
+The broker is KAFKA_BOOTSTRAP_SERVERS if set, else the embedded one (see docs/testing.md).
 """
 
 from __future__ import annotations

@@ -40,11 +40,10 @@ import time
 import uuid
 from collections.abc import Callable
 
-from _bench import Pass, PassTimer, Rounds, machine, median_ratio, produce
+from _bench import Pass, PassTimer, Rounds, machine, median_ratio, produce, raw_consumer
 
 from static_consumer import ConsumerSettings, StaticConsumer
 from static_consumer.testing import create_topic, local_cluster
-from static_consumer.testing.kafka_ops import QUIET_LOGGER
 
 BATCH = 500
 PARTITIONS = 6
@@ -60,18 +59,9 @@ PASS_TIMEOUT_S = 600.0
 def raw_pass(
     bootstrap: str, topic: str, count: int, *, asynchronous: bool, bookkeeping: bool = False
 ) -> Pass:
-    from confluent_kafka import Consumer, TopicPartition
+    from confluent_kafka import TopicPartition
 
-    consumer = Consumer(
-        {
-            "bootstrap.servers": bootstrap,
-            "group.id": f"raw-{uuid.uuid4().hex[:8]}",
-            "auto.offset.reset": "earliest",
-            "enable.auto.commit": False,
-            "logger": QUIET_LOGGER,
-        }
-    )
-    consumer.subscribe([topic])
+    consumer = raw_consumer(bootstrap, topic)
     timer, size = PassTimer(), 0
     deadline = time.monotonic() + PASS_TIMEOUT_S
     try:

@@ -22,11 +22,10 @@ import time
 import uuid
 from typing import Any
 
-from _bench import machine, produce
+from _bench import machine, produce, raw_consumer
 
 from static_consumer import ConsumerSettings, StaticConsumer
 from static_consumer.testing import create_topic, local_cluster
-from static_consumer.testing.kafka_ops import QUIET_LOGGER
 
 BATCH = 500
 CLOCK = time.thread_time
@@ -61,18 +60,7 @@ class TimedClient:
 
 
 def raw(bootstrap: str, topic: str, count: int) -> tuple[dict[str, float], Collections]:
-    from confluent_kafka import Consumer
-
-    consumer = Consumer(
-        {
-            "bootstrap.servers": bootstrap,
-            "group.id": f"raw-{uuid.uuid4().hex[:8]}",
-            "auto.offset.reset": "earliest",
-            "enable.auto.commit": False,
-            "logger": QUIET_LOGGER,
-        }
-    )
-    consumer.subscribe([topic])
+    consumer = raw_consumer(bootstrap, topic)
     stages = dict.fromkeys(("consume", "loop", "commit"), 0.0)
     collections, seen, size = Collections(), 0, 0
     try:
