@@ -4,9 +4,10 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test unit integration lint typecheck docs clean
+.PHONY: demo test unit unit-pure-python integration lint typecheck docs clean
 
-$(STAMP): pyproject.toml
+# setup.py and the C source too: an editable install builds static_consumer/_crecord.c once, in place.
+$(STAMP): pyproject.toml setup.py static_consumer/_crecord.c
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
 	$(BIN)/pip install --quiet -e '.[dev]'
@@ -27,6 +28,15 @@ test: lint typecheck
 	@mkdir -p out
 	$(BIN)/pytest tests integration -p no:cacheprovider --junitxml=out/junit.xml; rc=$$?; \
 	  if [ $$rc -eq 5 ]; then echo "pytest collected no tests (exit 5): failing"; exit 1; fi; exit $$rc
+	$(MAKE) unit-pure-python
+
+# The unit tests that touch records once more on the pure-Python Record (what runs where the C extension
+# was not built); tests/test_record_impls.py checks both implementations in every run anyway.
+PURE_PYTHON_TESTS := tests/test_adapter_messages.py tests/test_record_api.py tests/test_record_batch.py \
+  tests/test_consumer_unit.py tests/test_stall_guard.py tests/test_batch_committer.py \
+  tests/test_spark_schema.py tests/test_aio_consumer.py
+unit-pure-python: $(STAMP)
+	STATIC_CONSUMER_PURE_PYTHON=1 $(BIN)/pytest $(PURE_PYTHON_TESTS) -p no:cacheprovider -q
 
 unit: $(STAMP)
 	$(BIN)/pytest tests

@@ -13,15 +13,43 @@ import os
 import platform
 import statistics
 import time
+import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from static_consumer.testing.kafka_ops import QUIET_LOGGER
 
 HEADERS = [("trace-id", b"0af7651916cd43dd8448eb211c80319c"), ("source", b"bench")]
 
 
-def produce(bootstrap: str, topic: str, count: int, value_bytes: int, *, headers: bool = False) -> float:
+def raw_consumer(bootstrap: str, topic: str) -> Any:
+    """The raw confluent-kafka consumer of the benchmarks' baseline loops: a new group subscribed to
+    ``topic`` from its start, offsets committed by the loop only."""
+    from confluent_kafka import Consumer
+
+    consumer = Consumer(
+        {
+            "bootstrap.servers": bootstrap,
+            "group.id": f"raw-{uuid.uuid4().hex[:8]}",
+            "auto.offset.reset": "earliest",
+            "enable.auto.commit": False,
+            "logger": QUIET_LOGGER,
+        }
+    )
+    consumer.subscribe([topic])
+    return consumer
+
+
+def produce(
+    bootstrap: str,
+    topic: str,
+    count: int,
+    value_bytes: int,
+    *,
+    headers: bool = False,
+    compression: str = "lz4",
+) -> float:
     """Produce ``count`` records of ``value_bytes`` (keys "0", "1", ...); returns the seconds it took."""
     from confluent_kafka import Producer
 
@@ -30,7 +58,7 @@ def produce(bootstrap: str, topic: str, count: int, value_bytes: int, *, headers
             "bootstrap.servers": bootstrap,
             "linger.ms": 20,
             "batch.size": 1_000_000,
-            "compression.type": "lz4",
+            "compression.type": compression,
             "logger": QUIET_LOGGER,
         }
     )
@@ -143,9 +171,21 @@ def machine() -> str:
     load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
     return (
         f"{platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}, "
-        f"confluent-kafka {confluent_kafka.version()[0]}, librdkafka {confluent_kafka.libversion()[0]}; "
+        f"confluent-kafka {_version(confluent_kafka.version())}, "
+        f"librdkafka {_version(confluent_kafka.libversion())}; {_record_kind()}; "
         f"1-minute load average at start {load:.1f}"
     )
+
+
+def _version(got: object) -> str:
+    """confluent_kafka.version() is a string in 2.16 (it was a (string, number) pair before)."""
+    return got if isinstance(got, str) else str(got[0])  # type: ignore[index]
+
+
+def _record_kind() -> str:
+    from static_consumer._record import NATIVE
+
+    return "native Record" if NATIVE else "pure-Python Record"
 
 
 def spread(values: Sequence[float]) -> str:

@@ -1,10 +1,13 @@
-"""consume_batch() on a real broker: what a RecordBatch says, and what committing it commits.
+"""consume_batch() and consume() on a real broker: what a RecordBatch or a record list says, and what
+committing it commits.
 
 A batch's columns are built from librdkafka's messages only when read, and its offset helpers take each
 partition's first and last record in the order librdkafka delivered them (offset order per partition).
 These tests hold those shortcuts to what the broker really stored: every produced record arrives once,
 field for field, and committing each batch leaves the group's committed offsets at the end of every
-partition, for a one-topic subscription (the topic column is not even built) and for two topics.
+partition, for a one-topic subscription (the topic column is not even built) and for two topics. The
+records are the Records the adapter makes in place of librdkafka's messages (native ones where the C
+extension is built), for consume() as for consume_batch().
 """
 
 from __future__ import annotations
@@ -39,27 +42,33 @@ def _produce(bootstrap: str, topic: str) -> dict[bytes, tuple[bytes | None, tupl
     return sent
 
 
-def _read_all(consumer: StaticConsumer, expected: int, deadline_s: float = 60.0) -> list[RecordBatch]:
-    batches: list[RecordBatch] = []
+def _read_all(
+    consumer: StaticConsumer, expected: int, *, batches: bool = True, deadline_s: float = 60.0
+) -> list[RecordBatch]:
+    """Every record, with consume_batch() (or consume(), its lists turned into batches after the checks)."""
+    got: list[RecordBatch] = []
     seen, deadline = 0, time.monotonic() + deadline_s
     while seen < expected and time.monotonic() < deadline:
-        batch = consumer.consume_batch(500, 1.0)
+        batch: RecordBatch | list[Record]
+        batch = consumer.consume_batch(500, 1.0) if batches else consumer.consume(500, 1.0)
         if not len(batch):
             continue
         # Each batch's offset helpers against its records, before anything else is read from it.
         by_partition: dict[tuple[str, int], list[int]] = {}
-        for record in batch.records():
+        for record in batch.records() if isinstance(batch, RecordBatch) else batch:
+            assert type(record) is Record
             by_partition.setdefault((record.topic, record.partition), []).append(record.offset)
-        assert batch.highest_offsets() == {tp: max(offs) for tp, offs in by_partition.items()}
-        assert batch.offset_bounds()[0] == {tp: min(offs) for tp, offs in by_partition.items()}
-        assert batch.positions() == set(by_partition)
+        if isinstance(batch, RecordBatch):
+            assert batch.highest_offsets() == {tp: max(offs) for tp, offs in by_partition.items()}
+            assert batch.offset_bounds()[0] == {tp: min(offs) for tp, offs in by_partition.items()}
+            assert batch.positions() == set(by_partition)
         committed = consumer.commit(batch)
         assert {(tp.topic, tp.partition): o for tp, o in committed.items()} == {
             tp: max(offs) + 1 for tp, offs in by_partition.items()
         }
-        batches.append(batch)
+        got.append(batch if isinstance(batch, RecordBatch) else RecordBatch.from_records(batch))
         seen += len(batch)
-    return batches
+    return got
 
 
 def _check(
@@ -79,9 +88,11 @@ def _read_check_and_commit_all(
     group_id: str,
     topics: tuple[str, ...],
     sent: dict[bytes, tuple[bytes | None, tuple[tuple[str, bytes], ...]]],
+    *,
+    batches: bool = True,
 ) -> list[RecordBatch]:
-    """Read every sent record with consume_batch, committing each batch; check the records and that the
-    group's committed offsets are at the end of every partition of every topic."""
+    """Read every sent record with consume_batch (or consume), committing each batch; check the records
+    and that the group's committed offsets are at the end of every partition of every topic."""
     settings = ConsumerSettings(
         bootstrap_servers=bootstrap,
         group_id=group_id,
@@ -90,14 +101,14 @@ def _read_check_and_commit_all(
         session_timeout_ms=10_000,
     )
     with StaticConsumer(settings) as consumer:
-        batches = _read_all(consumer, len(sent))
-    _check(batches, sent)
+        read = _read_all(consumer, len(sent), batches=batches)
+    _check(read, sent)
     per_partition = PER_TOPIC // PARTITIONS
     for topic in topics:
         assert committed_offsets(bootstrap, group_id, topic, PARTITIONS) == {
             p: per_partition for p in range(PARTITIONS)
         }
-    return batches
+    return read
 
 
 def test_one_topic_batches_match_the_broker_and_commit_every_partition_to_its_end(
@@ -109,6 +120,18 @@ def test_one_topic_batches_match_the_broker_and_commit_every_partition_to_its_en
     sent = _produce(kafka_bootstrap_servers, topic)
     batches = _read_check_and_commit_all(kafka_bootstrap_servers, kafka_group_id_factory(), (topic,), sent)
     assert all(batch.topic == topic for batch in batches)
+
+
+def test_one_topic_record_lists_match_the_broker_and_commit_every_partition_to_its_end(
+    kafka_bootstrap_servers: str,
+    kafka_topic_factory: Callable[..., str],
+    kafka_group_id_factory: Callable[..., str],
+) -> None:
+    topic = kafka_topic_factory(PARTITIONS)
+    sent = _produce(kafka_bootstrap_servers, topic)
+    _read_check_and_commit_all(
+        kafka_bootstrap_servers, kafka_group_id_factory(), (topic,), sent, batches=False
+    )
 
 
 def test_two_topic_batches_match_the_broker_and_commit_both_topics(

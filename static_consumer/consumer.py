@@ -195,8 +195,9 @@ class StaticConsumer:
         return records
 
     def consume_batch(self, max_records: int = 500, timeout: float = 1.0) -> RecordBatch:
-        """:meth:`consume` as a :class:`RecordBatch` (field by field, no object per record), for code
-        that hands whole batches on; same errors as :meth:`poll`. ``commit(batch)`` commits it."""
+        """:meth:`consume` as a :class:`RecordBatch`: the same Records (iterating the batch yields them)
+        and their fields column by column, each column built when first read, for code that hands whole
+        batches on; same errors as :meth:`poll`. ``commit(batch)`` commits it."""
         adapter, s = self._require_usable(), self._session
         if s.buffer:  # records given back after a listener error come first, as in consume()
             return RecordBatch.from_records(self.consume(max_records, timeout))

@@ -1,20 +1,29 @@
 """Plain data the consumer hands out: partitions, records and record batches. Pure; no client library
 types leak out.
 
-TopicPartition and Record are NamedTuples rather than dataclasses: a consumer builds one Record per
-message, and tuple construction, hashing and comparison run in C. They are immutable and compare by
-value. A RecordList is the list consume() returns: a plain list of Records that also knows the highest
-offset of each partition, so committing it needs no pass over the records. A RecordBatch holds one
-consume call's records field by field, for consumers that hand whole batches on (to Arrow, Spark, a
-bulk write) and should not pay for a Python object per record, nor for the fields they never read.
+TopicPartition is a NamedTuple. Record is the consumer's own type (``_record`` picks the native one,
+``_crecord.c``, or the pure-Python one of the same behaviour): records made from the client's messages
+answer each field from their message, so a consume loop pays for the fields it reads and for no
+garbage-collected object per record. It keeps what a named tuple offered (attribute access,
+construction by position or keyword, value equality also with plain tuples, hashing, ordering, repr,
+unpacking, indexing, ``_asdict``/``_replace``/``_make``/``_fields``, pickling, class and sequence
+patterns) but is no tuple: ``isinstance(record, tuple)`` is False (docs/benchmarks.md, "Record").
+
+A RecordList is the list consume() returns: a plain list of Records that also knows the highest offset
+of each partition, so committing it needs no pass over the records. A RecordBatch holds one consume
+call's records field by field, for consumers that hand whole batches on (to Arrow, Spark, a bulk write)
+and should not pay for the fields they never read.
 """
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from itertools import compress, repeat
-from operator import itemgetter
+from operator import attrgetter, itemgetter
 from typing import Any, NamedTuple, Self, SupportsIndex, TypeVar, cast
+
+from static_consumer._record import Record, column
 
 _T = TypeVar("_T")
 
@@ -29,35 +38,11 @@ class TopicPartition(NamedTuple):
         return f"{self.topic}[{self.partition}]"
 
 
-class Record(NamedTuple):
-    """One consumed message. ``timestamp_ms`` is None when the broker gave no timestamp."""
-
-    topic: str
-    partition: int
-    offset: int
-    key: bytes | None
-    value: bytes | None
-    timestamp_ms: int | None
-    timestamp_type: int
-    headers: tuple[tuple[str, bytes | None], ...] = ()
-
-    @property
-    def topic_partition(self) -> TopicPartition:
-        return TopicPartition(self.topic, self.partition)
-
-
 Headers = tuple[tuple[str, bytes | None], ...]
 
-
-def make_records(fields: Iterable[tuple[Any, ...]]) -> Iterator[Record]:
-    """Records from tuples of their fields, built in C: ``Record.__new__`` is generated Python (a frame
-    per record), ``tuple.__new__`` makes the same tuple without one."""
-    return cast("Iterator[Record]", map(tuple.__new__, repeat(Record), fields))
-
-
 _OFFSET_OF_PAIR = itemgetter(1)
-_POSITION = itemgetter(0, 1)  # Record fields by position: (topic, partition) ...
-_OFFSET = itemgetter(2)  # ... and offset
+_POSITION = attrgetter("topic", "partition")
+_OFFSET = attrgetter("offset")
 
 
 def highest_offsets(pairs: Iterable[tuple[tuple[str, int], int]]) -> dict[tuple[str, int], int]:
@@ -65,6 +50,12 @@ def highest_offsets(pairs: Iterable[tuple[tuple[str, int], int]]) -> dict[tuple[
     without a Python loop per pair: sorted by offset (linear for the usual already-ordered batch), a
     dict keeps the last value per key."""
     return dict(sorted(pairs, key=_OFFSET_OF_PAIR))
+
+
+def records_highest_offsets(records: Iterable[Record]) -> dict[tuple[str, int], int]:
+    """Highest offset per (topic, partition) of Records in any order."""
+    batch = records if isinstance(records, list | tuple) else list(records)
+    return highest_offsets(zip(map(_POSITION, batch), map(_OFFSET, batch), strict=True))
 
 
 class RecordList(list[Record]):
@@ -85,7 +76,7 @@ class RecordList(list[Record]):
     def highest_offsets(self) -> dict[tuple[str, int], int]:
         """Highest offset per (topic, partition): what a commit of the records needs."""
         if self._highest is None:
-            self._highest = highest_offsets(zip(map(_POSITION, self), map(_OFFSET, self), strict=True))
+            self._highest = records_highest_offsets(self)
         return self._highest
 
     # Every method that can change which records the list holds (sort and reverse cannot).
@@ -149,13 +140,20 @@ ColumnLoader = Callable[[str], list[Any] | None]
 _UNKNOWN: Any = object()
 
 
+def _load_column(records: list[Record], name: str) -> list[Any] | None:
+    """A column of a batch of Records (None for headers when no record has any)."""
+    got = column(records, _COLUMNS.index(name))
+    return None if name == "headers" and not any(got) else got
+
+
 class RecordBatch:
     """Records field by field: the i-th record is ``(topics[i], partitions[i], offsets[i], ...)``.
 
     ``headers`` is None when no record of the batch has headers (the common case), else one tuple per
     record. The lists are the batch's own; treat them as read-only.
 
-    A batch the consumer hands out is *deferred*: each column is built from the client's messages the
+    A batch the consumer hands out is *deferred*: it holds the Records of the consume call (which
+    answer from the client's messages), iterating it yields them, and each column is built from them the
     first time it is read, so code that reads only ``values`` (and commits the batch) pays for nothing
     else. Its records come in the client's order, which keeps each partition's records in offset order;
     the offset helpers rely on that there and take the first and last record of each partition, while a
@@ -164,7 +162,7 @@ class RecordBatch:
     """
 
     COLUMNS = _COLUMNS
-    __slots__ = ("_columns", "_highest", "_in_order", "_load", "_size", "_topic")
+    __slots__ = ("_columns", "_highest", "_in_order", "_load", "_records", "_size", "_topic")
 
     def __init__(
         self,
@@ -187,6 +185,7 @@ class RecordBatch:
         self._topic: str | None = _UNKNOWN
         self._in_order = False
         self._highest: Callable[[], dict[tuple[str, int], int]] | None = None
+        self._records: list[Record] | None = None
 
     @classmethod
     def deferred(
@@ -206,6 +205,27 @@ class RecordBatch:
         batch._topic = topic if topic is not None and size else _UNKNOWN
         batch._in_order = True
         batch._highest = highest
+        batch._records = None
+        return batch
+
+    @classmethod
+    def of_records(
+        cls,
+        records: list[Record],
+        *,
+        topic: str | None = None,
+        highest: dict[tuple[str, int], int] | None = None,
+    ) -> RecordBatch:
+        """A deferred batch over ``records`` in client order (what ``consume_batch()`` hands out):
+        iterating it yields these Records, and each column is read from them when first read.
+        ``highest``, if given, is their highest offset per (topic, partition)."""
+        batch = cls.deferred(
+            len(records),
+            functools.partial(_load_column, records),
+            topic=topic,
+            highest=None if highest is None else highest.copy,
+        )
+        batch._records = records
         return batch
 
     def _column(self, name: str) -> Any:
@@ -265,17 +285,12 @@ class RecordBatch:
         return self._size
 
     def __iter__(self) -> Iterator[Record]:
-        # One Record at a time: a loop that drops each record keeps the collector's young generation
-        # empty (a whole list of them, next to the client's messages, would trigger a collection).
+        if self._records is not None:
+            return iter(self._records)
         headers = self.headers
         fields = (self.topics, self.partitions, self.offsets, self.keys, self.values, self.timestamps_ms)
-        return make_records(
-            zip(
-                *fields,
-                self.timestamp_types,
-                repeat((), self._size) if headers is None else headers,
-                strict=True,
-            )
+        return map(
+            Record, *fields, self.timestamp_types, repeat((), self._size) if headers is None else headers
         )
 
     def __eq__(self, other: object) -> bool:
@@ -290,7 +305,7 @@ class RecordBatch:
         return f"RecordBatch({self._size} records of {len(self.positions())} partitions)"
 
     def records(self) -> list[Record]:
-        """The batch as :class:`Record` objects (built on demand, without a Python frame per record)."""
+        """The batch as :class:`Record` objects (a new list)."""
         return list(self)
 
     @classmethod
@@ -300,9 +315,11 @@ class RecordBatch:
         topics, partitions, offsets, keys, values, stamps, types, headers = map(
             list, zip(*records, strict=True)
         )
-        return cls(
+        batch = cls(
             topics, partitions, offsets, keys, values, stamps, types, headers if any(headers) else None
         )
+        batch._records = list(records)
+        return batch
 
     def positions(self) -> set[tuple[str, int]]:
         """The (topic, partition) pairs the batch has records of."""
@@ -387,5 +404,5 @@ __all__ = [
     "RecordList",
     "TopicPartition",
     "highest_offsets",
-    "make_records",
+    "records_highest_offsets",
 ]

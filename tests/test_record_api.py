@@ -1,48 +1,119 @@
 """What users rely on in a Record and in the list consume() returns; pinned so a faster design keeps it.
 
-Record is a NamedTuple: attribute access, construction by position or keyword, value equality (also
-with a plain tuple), hashing, its repr, tuple unpacking and indexing, the namedtuple helpers, and both
-class and sequence patterns in ``match``. Records the adapter builds from the client's messages are
-exactly such Records. consume() returns a RecordList: a list in every respect, which also carries the
-highest offset per partition for commit(records) and forgets it when the list changes.
+Both Record implementations (the native one and its pure-Python twin), and both ways a Record comes to
+be (built by ``Record(...)``, or made by the adapter from a client message), keep what the named tuple
+Record offered: attribute access, construction by position or keyword, value equality (also with a
+plain tuple), hashing, ordering, its repr, tuple unpacking, indexing and slicing, ``len``, ``in``,
+``+`` and ``*`` with tuples, the namedtuple helpers, pickling and copying, and both class and sequence
+patterns in ``match``. One thing changed on purpose: a Record is no tuple (``isinstance(r, tuple)`` is
+False), so that a record made from a message can answer from it (docs/benchmarks.md, "Record").
+consume() returns a RecordList: a list in every respect, which also carries the highest offset per
+partition for commit(records) and forgets it when the list changes.
 """
 
 from __future__ import annotations
 
 import copy
+import gc
+import os
 import pickle
-from collections.abc import Callable
+import weakref
+from collections.abc import Callable, Hashable, Sequence
+from types import ModuleType
+from typing import Any
 
 import confluent_kafka
 import pytest
+from messages import IMPLEMENTATIONS, message
 
+from static_consumer import _record
 from static_consumer._core.confluent import _convert, _records
 from static_consumer.types import Record, RecordBatch, RecordList, TopicPartition
 
-R = Record("orders", 2, 41, b"k", b"v", 1_700_000_000_123, 1, (("trace", b"abc"),))
+FIELDS = ("orders", 2, 41, b"k", b"v", 1_700_000_000_123, 1, (("trace", b"abc"),))
+AS_MESSAGE = {
+    "topic": "orders",
+    "partition": 2,
+    "offset": 41,
+    "key": b"k",
+    "value": b"v",
+    "timestamp": (1, 1_700_000_000_123),
+    "headers": [("trace", b"abc")],
+}
 
 
-def test_fields_by_name_and_position() -> None:
-    assert (R.topic, R.partition, R.offset, R.key, R.value) == ("orders", 2, 41, b"k", b"v")
-    assert (R.timestamp_ms, R.timestamp_type, R.headers) == (1_700_000_000_123, 1, (("trace", b"abc"),))
-    assert R[4] == b"v" and R[-1] == R.headers and len(R) == 8
-    topic, partition, offset, *_ = R
+@pytest.fixture(params=IMPLEMENTATIONS)
+def impl(request: pytest.FixtureRequest) -> ModuleType:
+    module: ModuleType = request.param
+    return module
+
+
+@pytest.fixture
+def pickled_as(impl: ModuleType, monkeypatch: pytest.MonkeyPatch) -> ModuleType:
+    """``impl``, as the Record that pickles find at static_consumer.types.Record."""
+    import static_consumer.types
+
+    monkeypatch.setattr(static_consumer.types, "Record", impl.Record)
+    return impl
+
+
+@pytest.fixture(params=["built", "from-a-message"])
+def made(request: pytest.FixtureRequest, impl: ModuleType) -> Callable[..., Any]:
+    """Makes a Record of ``FIELDS`` (with changes), as users build one or as the adapter makes one."""
+
+    def build(**changes: Any) -> Any:
+        fields = dict(zip(impl.Record._fields, FIELDS, strict=True), **changes)
+        if request.param == "built":
+            return impl.Record(**fields)
+        ms = fields["timestamp_ms"]
+        stamp = (0, 0) if ms is None else (fields["timestamp_type"], ms)
+        msg = confluent_kafka.Message(
+            topic=fields["topic"],
+            partition=fields["partition"],
+            offset=fields["offset"],
+            key=fields["key"],
+            value=fields["value"],
+            timestamp=stamp,
+            headers=list(fields["headers"]) or None,
+        )
+        return impl.wrap_one(msg)
+
+    return build
+
+
+def test_fields_by_name_and_position(made: Callable[..., Any], impl: ModuleType) -> None:
+    r = made()
+    assert (r.topic, r.partition, r.offset, r.key, r.value) == ("orders", 2, 41, b"k", b"v")
+    assert (r.timestamp_ms, r.timestamp_type, r.headers) == (1_700_000_000_123, 1, (("trace", b"abc"),))
+    assert r[4] == b"v" and r[-1] == r.headers and len(r) == 8 and r[1:3] == (2, 41)
+    topic, partition, offset, *_ = r
     assert (topic, partition, offset) == ("orders", 2, 41)
-    assert R.topic_partition == TopicPartition("orders", 2)
-    assert Record._fields == (
-        "topic",
-        "partition",
-        "offset",
-        "key",
-        "value",
-        "timestamp_ms",
-        "timestamp_type",
-        "headers",
+    assert tuple(r) == FIELDS and list(reversed(r)) == list(reversed(FIELDS))
+    assert r.topic_partition == TopicPartition("orders", 2)
+    assert (
+        impl.Record._fields
+        == impl.Record.__match_args__
+        == (
+            "topic",
+            "partition",
+            "offset",
+            "key",
+            "value",
+            "timestamp_ms",
+            "timestamp_type",
+            "headers",
+        )
     )
+    assert impl.Record._field_defaults == {"headers": ()}
+    with pytest.raises(IndexError):
+        r[8]
+    with pytest.raises(AttributeError):
+        r.value = b"other"
 
 
-def test_construction_equality_hash_and_repr() -> None:
-    by_keyword = Record(
+def test_construction_equality_hash_order_and_repr(made: Callable[..., Any], impl: ModuleType) -> None:
+    r = made()
+    by_keyword = impl.Record(
         topic="orders",
         partition=2,
         offset=41,
@@ -52,64 +123,119 @@ def test_construction_equality_hash_and_repr() -> None:
         timestamp_type=1,
         headers=(("trace", b"abc"),),
     )
-    assert by_keyword == R and hash(by_keyword) == hash(R)
-    assert R == ("orders", 2, 41, b"k", b"v", 1_700_000_000_123, 1, (("trace", b"abc"),))
-    assert Record("t", 0, 1, None, None, None, 0).headers == ()  # headers default to none
-    assert R != R._replace(offset=42) and {R, by_keyword} == {R}
-    assert repr(Record("t", 0, 1, None, b"v", None, 0)) == (
-        "Record(topic='t', partition=0, offset=1, key=None, value=b'v', timestamp_ms=None, "
+    assert by_keyword == r and hash(by_keyword) == hash(r) == hash(FIELDS)
+    assert r == FIELDS and FIELDS == r and r != FIELDS[:7] and r != list(FIELDS)
+    assert impl.Record("t", 0, 1, None, None, None, 0).headers == ()  # headers default to none
+    assert r != r._replace(offset=42) and {r, by_keyword} == {r}
+    assert r < r._replace(offset=42) and r >= FIELDS and sorted([made(offset=42), r]) == [r, made(offset=42)]
+    assert repr(made(key=None, timestamp_ms=None, timestamp_type=0, headers=())) == (
+        "Record(topic='orders', partition=2, offset=41, key=None, value=b'v', timestamp_ms=None, "
         "timestamp_type=0, headers=())"
     )
-    assert R._asdict()["value"] == b"v" and isinstance(R, tuple)
-    with pytest.raises(AttributeError):
-        R.value = b"other"  # type: ignore[misc]
-    assert pickle.loads(pickle.dumps(R)) == R and copy.copy(R) == R
+    assert r._asdict() == dict(zip(impl.Record._fields, FIELDS, strict=True))
+    assert impl.Record._make(FIELDS) == r and r._replace(value=b"w").value == b"w"
+    with pytest.raises(ValueError, match="unexpected field names"):
+        r._replace(bogus=1)
+    with pytest.raises(TypeError):
+        impl.Record("t", 0, 1)
 
 
-def test_pattern_matching() -> None:
-    match R:
-        case Record(topic="orders", partition=p, value=v):
+def test_tuple_operations(made: Callable[..., Any]) -> None:
+    r = made()
+    assert r + (1,) == (*FIELDS, 1) and (1,) + r == (1, *FIELDS) and r * 2 == FIELDS * 2 == 2 * r
+    assert b"v" in r and r.count(b"v") == 1 and r.index(b"v") == 4
+    assert isinstance(r, Sequence) and isinstance(r, Hashable) and bool(r)
+
+
+def test_a_record_is_no_tuple_any_more(made: Callable[..., Any]) -> None:
+    # The one change from the named tuple: code that needs a tuple converts, tuple(record).
+    assert not isinstance(made(), tuple) and tuple(made()) == FIELDS
+
+
+def test_pickle_and_copy(made: Callable[..., Any], pickled_as: ModuleType) -> None:
+    r, impl = made(), pickled_as
+    for protocol in range(pickle.HIGHEST_PROTOCOL + 1):
+        again = pickle.loads(pickle.dumps(r, protocol))
+        assert again == r and type(again) is impl.Record
+    assert copy.copy(r) == r and copy.deepcopy(r) == r
+
+
+def test_pickles_of_the_named_tuple_record_still_load(pickled_as: ModuleType) -> None:
+    # What pickle.dumps() wrote for the named tuple Record (protocols 0 and 2+), read by this one.
+    old_protocol_0 = (
+        b"ccopy_reg\n_reconstructor\np0\n(cstatic_consumer.types\nRecord\np1\nc__builtin__\ntuple\np2\n"
+        b"(Vorders\np3\nI2\nI41\nNNNI1\n(ttp4\ntp5\nRp6\n."
+    )
+    old_protocol_4 = (
+        b"\x80\x04\x95<\x00\x00\x00\x00\x00\x00\x00\x8c\x15static_consumer.types\x94\x8c\x06Record\x94"
+        b"\x93\x94(\x8c\x06orders\x94K\x02K)NNNK\x01)t\x94\x81\x94."
+    )
+    expected = pickled_as.Record("orders", 2, 41, None, None, None, 1)
+    assert pickle.loads(old_protocol_4) == expected
+    with pytest.raises(TypeError):  # protocol 0 and 1 built a tuple subclass through tuple.__new__
+        pickle.loads(old_protocol_0)
+
+
+def test_pattern_matching(made: Callable[..., Any], impl: ModuleType) -> None:
+    r = made()
+    match r:
+        case impl.Record(topic="orders", partition=p, value=v):
             assert (p, v) == (2, b"v")
         case _:
             pytest.fail("keyword class pattern")
-    match R:
-        case Record(t, p, o):
+    match r:
+        case impl.Record(t, p, o):
             assert (t, p, o) == ("orders", 2, 41)
         case _:
             pytest.fail("positional class pattern")
-    match R:
+    match r:
         case (t, _, _, _, value, *_):
             assert (t, value) == ("orders", b"v")
         case _:
             pytest.fail("sequence pattern")
 
 
-def _msg(offset: int, partition: int, **kw: object) -> confluent_kafka.Message:
-    fields: dict[str, object] = {
-        "topic": "orders",
-        "partition": partition,
-        "offset": offset,
-        "key": b"k%d" % offset,
-        "value": b"v%d" % offset,
-        "timestamp": (confluent_kafka.TIMESTAMP_CREATE_TIME, 1_700_000_000_000 + offset),
-        "headers": None,
-    }
-    fields.update(kw)
-    return confluent_kafka.Message(**fields)
+def test_a_record_in_a_reference_cycle_is_collected(impl: ModuleType) -> None:
+    # A value that can refer back to its record (NamedTuple allowed any value): collectable.
+    class Marker:
+        pass
+
+    marker = Marker()
+    holder: list[object] = [marker]
+    record = impl.Record("t", 0, 1, None, holder, None, 0)
+    holder.append(record)
+    gone = weakref.ref(marker)
+    del marker, holder, record
+    gc.collect()
+    assert gone() is None
+
+
+def test_the_native_record_is_used_when_built() -> None:
+    from messages import NATIVE_MODULE
+
+    forced = os.environ.get(_record.PURE_PYTHON_ENV, "") not in ("", "0")
+    if os.environ.get("CI") == "true":
+        assert NATIVE_MODULE is not None, "CI installs with a C compiler: the native Record must be built"
+    assert _record.NATIVE == (NATIVE_MODULE is not None and not forced)
+    assert Record is (NATIVE_MODULE.Record if _record.NATIVE and NATIVE_MODULE else _record.Record)
 
 
 @pytest.mark.parametrize("topic", [None, "orders"], ids=["topic-unknown", "topic-known"])
-def test_the_adapter_builds_plain_records(topic: str | None) -> None:
-    msgs = [_msg(o, o % 2) for o in range(6)]
+def test_the_adapter_makes_plain_records(topic: str | None) -> None:
+    msgs = [message(o, o % 2) for o in range(6)]
     expected = [
         Record("orders", o % 2, o, b"k%d" % o, b"v%d" % o, 1_700_000_000_000 + o, 1) for o in range(6)
     ]
     records = _records(list(msgs), topic)
     assert records == expected and all(type(r) is Record for r in records)
+    assert isinstance(records, RecordList)
     assert records.highest_offsets() == {("orders", 0): 4, ("orders", 1): 5}
-    batch = _convert(msgs, topic)
+    batch = _convert(list(msgs), topic)
     assert isinstance(batch, RecordBatch) and list(batch) == expected
     assert all(type(r) is Record for r in batch)
+
+
+R = Record(*FIELDS)
 
 
 def test_a_record_list_is_a_list() -> None:

@@ -33,7 +33,6 @@ import logging
 import re
 import struct
 from collections.abc import Iterable, Mapping, Sequence
-from itertools import repeat
 from typing import Any, cast
 
 import confluent_kafka
@@ -41,12 +40,12 @@ import confluent_kafka
 from static_consumer._config import ConfigValue
 from static_consumer._core.seam import AdapterError, PollError, RebalanceCallback
 from static_consumer._kafka_codes import FATAL, FENCED_INSTANCE_ID, GROUP_ID_NOT_FOUND, UNRELEASED_INSTANCE_ID
-from static_consumer.types import Headers, Record, RecordBatch, RecordList, TopicPartition, make_records
+from static_consumer._record import wrap, wrap_one
+from static_consumer.types import Record, RecordBatch, RecordList, TopicPartition
 
 # librdkafka's own log lines (SESSTMOUT, MAXPOLL, FATAL, ...) go to this logger instead of stderr.
 LIBRDKAFKA_LOGGER = logging.getLogger("static_consumer.librdkafka")
 
-_NO_TIMESTAMP = confluent_kafka.TIMESTAMP_NOT_AVAILABLE
 # The broker error behind a _FATAL is only in its text; librdkafka builds that text from its own
 # description of the broker code, so match those descriptions rather than hand-copied strings.
 _CAUSES = {
@@ -79,34 +78,10 @@ def poll_error(err: confluent_kafka.KafkaError) -> PollError:
 
 
 def _record(msg: confluent_kafka.Message) -> Record:
-    # The hot path: one call per message, so it avoids helper calls where the common case allows.
-    topic, partition, offset = msg.topic(), msg.partition(), msg.offset()
-    if topic is None or partition is None or offset is None:  # only error events lack them
+    """A Record of one message without error (the poll path)."""
+    if msg.topic() is None or msg.partition() is None or msg.offset() is None:  # only error events
         raise AdapterError(PollError(-1, "NOT_A_RECORD", f"message without position: {msg!r}", False, False))
-    ts_type, ts = msg.timestamp()
-    key, value, headers = msg.key(), msg.value(), msg.headers()
-    return Record(
-        topic,
-        partition,
-        offset,
-        key if key is None or type(key) is bytes else _bytes(key),
-        value if value is None or type(value) is bytes else _bytes(value),
-        None if ts_type == _NO_TIMESTAMP else ts,
-        ts_type,
-        () if headers is None else _headers(headers),
-    )
-
-
-def _headers(
-    raw: list[tuple[str, str | bytes | None]] | dict[str, str | bytes | None] | None,
-) -> tuple[tuple[str, bytes | None], ...]:
-    items = raw.items() if isinstance(raw, dict) else raw or ()
-    return tuple((name, _bytes(value)) for name, value in items)
-
-
-def _bytes(value: str | bytes | None) -> bytes | None:
-    # A plain Consumer (no deserializer) yields bytes; the stubs also allow str.
-    return value.encode() if isinstance(value, str) else value
+    return wrap_one(msg)
 
 
 def _message(msg: confluent_kafka.Message) -> Record | PollError:
@@ -114,122 +89,33 @@ def _message(msg: confluent_kafka.Message) -> Record | PollError:
     return _record(msg) if err is None else poll_error(err)
 
 
-_Message = confluent_kafka.Message
+def _records(msgs: list[confluent_kafka.Message], topic: str | None) -> RecordList | list[Record | PollError]:
+    """A consumed batch as a RecordList (with the highest offset per partition that ``commit(records)``
+    needs), or message by message when it holds an error event (rare: fencing, partition EOF, ...).
 
-
-def _records(msgs: list[confluent_kafka.Message], topic: str | None) -> RecordList:
-    """Messages without errors as Records, field by field: one ``map`` over an accessor per field (no
-    Python frame per message), and the highest offset per partition for ``commit(records)`` on the way.
-
-    The messages are released before the first Record is built. The garbage collector counts container
-    objects allocated since its last run (less those freed) and starts a collection at 700: the client's
-    messages and this batch's Records together would pass that in every batch, and the survivors of each
-    collection get promoted until full collections of the whole heap follow. The messages gone first, a
-    batch of 500 Records stays below it, and a consume loop runs no collections at all, as a raw client
-    loop. Keys and values are taken as the client gives them: a plain ``Consumer`` yields bytes or None.
+    The consume loop's hot path. ``wrap`` replaces the messages by Records in place, in one pass in C
+    when the native Record is built: each Record holds its message and answers its fields from it (keys
+    and values are taken as the client gives them: a plain ``Consumer`` yields bytes or None). Records
+    are not tracked by the garbage collector, so a batch allocates no more container objects than the
+    client's messages: the collector's young generation stays below its threshold (700) and a consume
+    loop runs as few collections as a raw client loop (``tests/test_adapter_messages.py`` counts them).
     """
-    size = len(msgs)
-    # Messages without an error always have a topic, partition and offset (the stubs allow None).
-    topics = repeat(topic, size) if topic is not None else cast("list[str]", list(map(_Message.topic, msgs)))
-    partitions = cast("list[int]", list(map(_Message.partition, msgs)))
-    offsets = cast("list[int]", list(map(_Message.offset, msgs)))
-    keys = list(map(_Message.key, msgs))
-    values = list(map(_Message.value, msgs))
-    raw_headers = list(map(_Message.headers, msgs))
-    types, stamps = _timestamps(msgs)
-    msgs.clear()
-    headers: Iterable[Headers] = repeat((), size)
-    if raw_headers.count(None) != size:  # some record has headers (a C loop comparing identities)
-        headers = [() if h is None else _headers(h) for h in raw_headers]
-    if topic is not None:
-        highest = {(topic, p): o for p, o in dict(zip(partitions, offsets, strict=True)).items()}
-    else:  # a dict keeps the last value per key, and each partition's records come in offset order
-        highest = dict(zip(zip(topics, partitions, strict=True), offsets, strict=True))
-    fields = zip(topics, partitions, offsets, keys, values, stamps, types, headers, strict=True)
-    return RecordList(make_records(fields), highest)
-
-
-_STAMPS_AT_ONCE = 50
-
-
-def _timestamps(msgs: list[confluent_kafka.Message]) -> tuple[list[int], list[int | None]]:
-    """Timestamp types and timestamps (None where the broker gave none). ``timestamp()`` makes a new
-    (type, ms) tuple per call, so they are taken apart fifty at a time: all of them at once would
-    pile up next to the messages and set off the collector (see :func:`_records`)."""
-    types: list[int] = []
-    stamps: list[int | None] = []
-    for start in range(0, len(msgs), _STAMPS_AT_ONCE):
-        chunk = map(_Message.timestamp, msgs[start : start + _STAMPS_AT_ONCE])
-        some_types, some_stamps = zip(*chunk, strict=True)
-        types += some_types
-        stamps += some_stamps
-    if _NO_TIMESTAMP in types:
-        stamps = [None if t == _NO_TIMESTAMP else ts for t, ts in zip(types, stamps, strict=True)]
-    return types, stamps
-
-
-class _Columns:
-    """The column loader of a deferred :class:`RecordBatch` over messages without errors.
-
-    Each column is one ``map`` over the messages' accessor methods (no Python frame per message), built
-    only when the batch's user reads it. A plain ``Consumer`` (no deserializer) yields bytes keys and
-    values, so unlike :func:`_record` these columns take them as they are.
-    """
-
-    __slots__ = ("_msgs", "_stamps", "_topic")
-
-    def __init__(self, msgs: list[confluent_kafka.Message], topic: str | None) -> None:
-        self._msgs = msgs
-        self._topic = topic
-        self._stamps: tuple[list[int], list[int | None]] | None = None
-
-    def __call__(self, name: str) -> list[Any] | None:
-        msgs = self._msgs
-        if name in _ACCESSORS:
-            return list(map(_ACCESSORS[name], msgs))
-        if name == "headers":
-            raw = list(map(_Message.headers, msgs))
-            return [() if h is None else _headers(h) for h in raw] if raw.count(None) != len(raw) else None
-        if name == "timestamp_types" or name == "timestamps_ms":
-            if self._stamps is None:
-                self._stamps = _timestamps(msgs)
-            return self._stamps[0] if name == "timestamp_types" else self._stamps[1]
-        raise KeyError(f"no column {name!r}")
-
-    def highest(self) -> dict[tuple[str, int], int]:
-        """Highest offset per (topic, partition): the last message of each partition (they come in offset
-        order), found with one pass in C that builds no offset column."""
-        msgs, topic = self._msgs, self._topic
-        last: dict[Any, confluent_kafka.Message]
-        if topic is not None:
-            last = dict(zip(map(_Message.partition, msgs), msgs, strict=True))
-            return {(topic, p): cast(int, m.offset()) for p, m in last.items()}
-        keys = zip(map(_Message.topic, msgs), map(_Message.partition, msgs), strict=True)
-        last = dict(zip(keys, msgs, strict=True))
-        return {tp: cast(int, m.offset()) for tp, m in last.items()}
-
-
-_ACCESSORS = {
-    "topics": _Message.topic,
-    "partitions": _Message.partition,
-    "offsets": _Message.offset,
-    "keys": _Message.key,
-    "values": _Message.value,
-}
+    highest = wrap(msgs, topic)
+    if highest is None:  # an error event among them
+        return [_message(m) for m in msgs]
+    return RecordList(cast("list[Record]", msgs), highest)  # now the Records, in place
 
 
 def _convert(
     msgs: list[confluent_kafka.Message], topic: str | None = None
 ) -> RecordBatch | list[Record | PollError]:
-    """A consumed batch as a deferred :class:`RecordBatch`, or message by message when it holds an error
-    event (rare: fencing, partition EOF, ...). ``topic``: the one topic the consumer reads, if known.
-
-    The consume loop's hot path: the only pass over every message here is the error check, in C.
+    """A consumed batch as a deferred :class:`RecordBatch` over its Records (see :func:`_records`), or
+    message by message when it holds an error event. ``topic``: the one topic the consumer reads, if known.
     """
-    if any(map(_Message.error, msgs)):  # KafkaError is truthy; None is not
+    highest = wrap(msgs, topic)
+    if highest is None:
         return [_message(m) for m in msgs]
-    columns = _Columns(msgs, topic)
-    return RecordBatch.deferred(len(msgs), columns, topic=topic, highest=columns.highest)
+    return RecordBatch.of_records(cast("list[Record]", msgs), topic=topic, highest=highest)
 
 
 def _matches(entry: str, topics: Iterable[str]) -> bool:
@@ -366,10 +252,7 @@ class ConfluentAdapter:
         return None if msg is None else _message(msg)
 
     def consume(self, max_records: int, timeout: float) -> list[Record | PollError]:
-        msgs = self._consumer.consume(max_records, timeout)
-        if any(map(_Message.error, msgs)):  # an error event among them: message by message
-            return [_message(m) for m in msgs]
-        return _records(msgs, self._topic)  # type: ignore[return-value]  # list is invariant
+        return _records(self._consumer.consume(max_records, timeout), self._topic)  # type: ignore[return-value]
 
     def consume_batch(self, max_records: int, timeout: float) -> RecordBatch | list[Record | PollError]:
         return _convert(self._consumer.consume(max_records, timeout), self._topic)

@@ -1,0 +1,238 @@
+"""Memory of a long-running consumer: peak RSS of processes reading 1M records a minute for 10 minutes.
+
+    python bench/bench_memory.py [--minutes 10] [--per-minute 1000000] [--size 200] [--sample-s 5]
+
+A producer process writes ``--per-minute`` records (``--size`` bytes, two headers) at a steady rate for
+``--minutes`` to one topic (6 partitions), and consumer processes read it as it arrives, each in a group
+of its own, side by side: ``StaticConsumer.consume`` and ``StaticConsumer.consume_batch`` (every record's
+key, value, headers and timestamp read, every batch committed) and, as the baseline, the raw
+confluent-kafka loop (``consume(500)``, the same fields read, ``commit()``). Every ``--sample-s`` seconds
+the resident set size (VmRSS) of each consumer is read from /proc. Printed per consumer: RSS after the
+first minute (warm: librdkafka's fetch queues have filled), at the end, the peak (VmHWM), and the slope
+of a least-squares line through the samples after the first minute, in MB per minute; "flat" when the
+line rises less than 5 MB over the measured span (a leak of one byte per record would be 9 MB here).
+Not a test. Run it alone on the machine (heavy-exclusive here) so that the producer keeps its rate.
+The broker is KAFKA_BOOTSTRAP_SERVERS if set, else the embedded one (see docs/testing.md).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import threading
+import time
+import uuid
+from pathlib import Path
+
+HEADERS = [("trace-id", b"0af7651916cd43dd8448eb211c80319c"), ("source", b"bench")]
+CONSUMERS = ["StaticConsumer.consume", "StaticConsumer.consume_batch", "confluent-kafka"]
+PARTITIONS = 6
+FLAT_MB = 5.0
+
+
+# -- the child processes -------------------------------------------------------------------------------
+
+
+def run_producer(bootstrap: str, topic: str, per_minute: int, minutes: float, size: int) -> None:
+    from confluent_kafka import Producer
+
+    producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 20, "compression.type": "lz4"})
+    value, total, tick = b"x" * size, int(per_minute * minutes), 0.1
+    started, sent = time.monotonic(), 0
+    while sent < total:  # what is due by the next tick, ten ticks a second: a steady rate
+        due = min(total, int((time.monotonic() - started + tick) * per_minute / 60))
+        while sent < due:
+            try:
+                producer.produce(topic, key=str(sent).encode(), value=value, headers=HEADERS)
+                sent += 1
+            except BufferError:
+                producer.poll(0.01)
+        producer.poll(0)
+        time.sleep(tick)
+    producer.flush(60)
+    print(json.dumps({"produced": sent}), flush=True)
+
+
+def run_consumer(kind: str, bootstrap: str, topic: str, expected: int) -> None:
+    """Read until ``expected`` records were seen; print a progress line every second."""
+    seen, size, last = 0, 0, time.monotonic()
+
+    def progress(force: bool = False) -> None:
+        nonlocal last
+        if force or time.monotonic() - last >= 1.0:
+            last = time.monotonic()
+            print(json.dumps({"seen": seen}), flush=True)
+
+    if kind == "confluent-kafka":
+        from confluent_kafka import Consumer
+
+        consumer = Consumer(
+            {
+                "bootstrap.servers": bootstrap,
+                "group.id": f"mem-{uuid.uuid4().hex[:8]}",
+                "auto.offset.reset": "earliest",
+                "enable.auto.commit": False,
+            }
+        )
+        consumer.subscribe([topic])
+        try:
+            while seen < expected:
+                msgs = consumer.consume(500, 1.0)
+                for m in msgs:
+                    size += len(m.key()) + len(m.value()) + len(m.headers() or ()) + m.timestamp()[1] % 2
+                seen += len(msgs)
+                if msgs:
+                    consumer.commit(asynchronous=False)
+                progress()
+        finally:
+            consumer.close()
+        progress(force=True)
+        return
+    from static_consumer import ConsumerSettings, StaticConsumer
+
+    settings = ConsumerSettings(
+        bootstrap_servers=bootstrap,
+        group_id=f"mem-{uuid.uuid4().hex[:8]}",
+        topics=(topic,),
+        instance_id="mem-0",
+    )
+    with StaticConsumer(settings) as static:
+        while seen < expected:
+            got = (
+                static.consume_batch(500, 1.0) if kind.endswith("consume_batch") else static.consume(500, 1.0)
+            )
+            for r in got:
+                size += len(r.key or b"") + len(r.value or b"") + len(r.headers) + (r.timestamp_ms or 0) % 2
+            seen += len(got)
+            if len(got):
+                static.commit(got)
+            progress()
+    progress(force=True)
+
+
+# -- the parent ----------------------------------------------------------------------------------------
+
+
+def rss_kb(pid: int) -> tuple[int, int]:
+    """VmRSS and VmHWM (peak) of a process, in kB."""
+    fields = {}
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        name, _, rest = line.partition(":")
+        if name in ("VmRSS", "VmHWM"):
+            fields[name] = int(rest.split()[0])
+    return fields["VmRSS"], fields["VmHWM"]
+
+
+def slope_mb_per_min(samples: list[tuple[float, int]]) -> float:
+    """Least-squares slope of (seconds, kB) samples, in MB per minute."""
+    n = len(samples)
+    mean_t = sum(t for t, _ in samples) / n
+    mean_r = sum(r for _, r in samples) / n
+    var = sum((t - mean_t) ** 2 for t, _ in samples)
+    cov = sum((t - mean_t) * (r - mean_r) for t, r in samples)
+    return cov / var * 60 / 1024 if var else 0.0
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
+    parser.add_argument("--minutes", type=float, default=10.0)
+    parser.add_argument("--per-minute", type=int, default=1_000_000)
+    parser.add_argument("--size", type=int, default=200, help="value bytes")
+    parser.add_argument("--sample-s", type=float, default=5.0)
+    parser.add_argument("--consumers", default=",".join(CONSUMERS))
+    args = parser.parse_args()
+    sys.path.insert(0, str(Path(__file__).parent))
+    from _bench import machine
+
+    from static_consumer.testing import create_topic, local_cluster
+
+    kinds = args.consumers.split(",")
+    expected = int(args.per_minute * args.minutes)
+    me = [sys.executable, __file__]
+    with local_cluster(os.environ) as cluster:
+        bootstrap = cluster.bootstrap_servers
+        print(f"Kafka {cluster.version} ({cluster.backend}); {machine()}")
+        topic = create_topic(bootstrap, f"memory-{uuid.uuid4().hex[:6]}", PARTITIONS)
+        consumers = {
+            kind: subprocess.Popen(
+                [*me, "--consumer", kind, bootstrap, topic, str(expected)], stdout=subprocess.PIPE, text=True
+            )
+            for kind in kinds
+        }
+        seen: dict[str, int] = dict.fromkeys(kinds, 0)
+
+        def follow(kind: str, proc: subprocess.Popen[str]) -> None:
+            for line in proc.stdout or ():
+                seen[kind] = json.loads(line).get("seen", seen[kind])
+
+        for kind, proc in consumers.items():
+            threading.Thread(target=follow, args=(kind, proc), daemon=True).start()
+        producer = subprocess.Popen(
+            [*me, "--producer", bootstrap, topic, str(args.per_minute), str(args.minutes), str(args.size)]
+        )
+        print(
+            f"producing {args.per_minute:,} records/minute of {args.size} B with 2 headers for "
+            f"{args.minutes:g} min; consumers: {', '.join(kinds)}",
+            flush=True,
+        )
+        started = time.monotonic()
+        samples: dict[str, list[tuple[float, int]]] = {k: [] for k in kinds}
+        peak: dict[str, int] = dict.fromkeys(kinds, 0)
+        deadline = started + args.minutes * 60 + 300
+        next_report = started + 60
+        while any(p.poll() is None for p in consumers.values()) and time.monotonic() < deadline:
+            now = time.monotonic() - started
+            for kind, proc in consumers.items():
+                if proc.poll() is None:
+                    rss, hwm = rss_kb(proc.pid)
+                    samples[kind].append((now, rss))
+                    peak[kind] = max(peak[kind], hwm)
+            if time.monotonic() >= next_report:
+                next_report += 60
+                print(
+                    f"  {now / 60:4.1f} min: "
+                    + ", ".join(
+                        f"{k} {samples[k][-1][1] / 1024:.1f} MB, {seen[k]:,} read"
+                        for k in kinds
+                        if samples[k]
+                    ),
+                    flush=True,
+                )
+            time.sleep(args.sample_s)
+        producer.wait(timeout=120)
+        for proc in consumers.values():
+            if proc.poll() is None:
+                proc.kill()
+            proc.wait()
+    load = os.getloadavg()[0]
+    print(f"\nRSS per consumer process, sampled every {args.sample_s:g} s; 1-minute load average {load:.1f}")
+    print(
+        "| consumer | records read | RSS at 1 min, MB | at end, MB | peak, MB | MB/min after 1 min | flat |"
+    )
+    print("|---|---|---|---|---|---|---|")
+    for kind in kinds:
+        warm = [(t, r) for t, r in samples[kind] if t >= 60]
+        if len(warm) < 2:
+            print(f"| {kind} | {seen[kind]:,} | too few samples | | | | |")
+            continue
+        slope = slope_mb_per_min(warm)
+        span_min = (warm[-1][0] - warm[0][0]) / 60
+        flat = "yes" if slope * span_min < FLAT_MB else "NO"
+        print(
+            f"| {kind} | {seen[kind]:,} | {warm[0][1] / 1024:.1f} | {warm[-1][1] / 1024:.1f} | "
+            f"{peak[kind] / 1024:.1f} | {slope:+.3f} | {flat} |"
+        )
+
+
+if __name__ == "__main__":
+    if len(sys.argv) > 1 and sys.argv[1] == "--producer":
+        bootstrap, topic, per_minute, minutes, size = sys.argv[2:]
+        run_producer(bootstrap, topic, int(per_minute), float(minutes), int(size))
+    elif len(sys.argv) > 1 and sys.argv[1] == "--consumer":
+        kind, bootstrap, topic, expected = sys.argv[2:]
+        run_consumer(kind, bootstrap, topic, int(expected))
+    else:
+        main()
