@@ -4,13 +4,17 @@ password in the message."""
 
 from __future__ import annotations
 
+import datetime
+import subprocess
+import sys
+import textwrap
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from static_consumer import ConsumerSettings, exit_code_for
-from static_consumer._tls import check_tls_files
+from static_consumer._tls import _check_not_expired, check_tls_files, validity
 from static_consumer.errors import ConfigurationError
 from static_consumer.testing.certs import Pki, generate_pki
 
@@ -91,3 +95,87 @@ def test_missing_or_unreadable_files_name_the_field(pki: Pki, tmp_path: Path) ->
     not_pem.write_text("hello\n")
     assert "ssl_ca_location" in _refused(_settings(pki, ssl_ca_location=str(not_pem)))
     assert missing in _refused(_settings(pki, ssl_certificate_location=missing))
+
+
+def test_an_expired_certificate_is_refused_without_the_cryptography_package(pki: Pki) -> None:
+    """The path users get: ``cryptography`` is only in the testing/dev extras, so the check runs in a
+    child process where importing it fails."""
+    script = textwrap.dedent(
+        f"""
+        import sys
+        sys.modules["cryptography"] = None  # import cryptography -> ImportError
+        try:
+            import cryptography  # noqa: F401
+            raise SystemExit("cryptography is still importable")
+        except ImportError:
+            pass
+        from static_consumer import ConsumerSettings
+        from static_consumer._tls import _check_not_expired, check_tls_files, validity
+        from static_consumer.errors import ConfigurationError
+        settings = ConsumerSettings(
+            bootstrap_servers="127.0.0.1:9093", group_id="g", security_protocol="SSL",
+            ssl_ca_location={str(pki.ca)!r}, ssl_certificate_location={str(pki.expired_client_cert)!r},
+            ssl_key_location={str(pki.client_key)!r},
+        )
+        try:
+            check_tls_files(settings)
+        except ConfigurationError as exc:
+            print(exc)
+        """
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=60, check=False
+    )
+    assert done.returncode == 0, done.stderr
+    assert "expired at" in done.stdout and "ssl_certificate_location" in done.stdout, done.stdout
+
+
+def _certificate(not_before: datetime.datetime, not_after: datetime.datetime) -> bytes:
+    from cryptography import x509
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+    from cryptography.x509.oid import NameOID
+
+    key = ec.generate_private_key(ec.SECP256R1())
+    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "validity-test")])
+    cert = (
+        x509.CertificateBuilder()
+        .subject_name(name)
+        .issuer_name(name)
+        .public_key(key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(not_before)
+        .not_valid_after(not_after)
+        .sign(key, hashes.SHA256())
+    )
+    return cert.public_bytes(serialization.Encoding.PEM)
+
+
+@pytest.mark.parametrize(
+    ("not_before", "not_after"),
+    [
+        ((2024, 1, 2, 3, 4, 5), (2026, 7, 8, 9, 10, 11)),  # UTCTime both
+        ((1999, 12, 31, 23, 59, 59), (2049, 12, 31, 23, 59, 59)),  # UTCTime: 99 -> 1999, 49 -> 2049
+        ((2025, 1, 1, 0, 0, 0), (2051, 6, 1, 12, 0, 0)),  # from 2050 on: GeneralizedTime
+    ],
+)
+def test_validity_reads_the_dates_the_certificate_holds(
+    not_before: tuple[int, ...], not_after: tuple[int, ...]
+) -> None:
+    start, end = (datetime.datetime(*t, tzinfo=datetime.UTC) for t in (not_before, not_after))
+    pem = _certificate(start, end)
+    assert validity(b"a comment before the block\n" + pem + pem) == (start, end)
+
+
+def test_validity_of_what_is_not_a_pem_certificate_is_none(pki: Pki) -> None:
+    assert validity(pki.client_key.read_bytes()) is None
+    assert validity(b"-----BEGIN CERTIFICATE-----\nbm90IERFUg==\n-----END CERTIFICATE-----\n") is None
+    assert validity(b"") is None
+
+
+def test_a_certificate_not_valid_yet_is_refused(pki: Pki, tmp_path: Path) -> None:
+    now = datetime.datetime.now(datetime.UTC)
+    future = tmp_path / "future.pem"
+    future.write_bytes(_certificate(now + datetime.timedelta(days=1), now + datetime.timedelta(days=2)))
+    with pytest.raises(ConfigurationError, match="is not valid before"):
+        _check_not_expired(str(future))
