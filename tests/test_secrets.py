@@ -4,15 +4,24 @@ from __future__ import annotations
 
 import os
 import traceback
+from pathlib import Path
 from typing import Any
 
 import pytest
+from fakes import MODERN, FakeFactory, OutOfBand
 
+from static_consumer import MembershipListener, OAuthBearerToken, StaticConsumer
+from static_consumer._broker import error_for
 from static_consumer._config import admin_config, consumer_config, kafka_python_config
+from static_consumer._core.seam import PollError
+from static_consumer._kafka_codes import FATAL, ErrorKind
 from static_consumer._probe import probe
 from static_consumer._secrets import redact_items
-from static_consumer.errors import BrokerUnavailableError, ConfigurationError
+from static_consumer.errors import BrokerUnavailableError, ConfigurationError, FatalConsumerError
+from static_consumer.events import FatalError
 from static_consumer.settings import ConsumerSettings
+from static_consumer.telemetry import EventLog
+from static_consumer.testing.certs import generate_pki
 
 PASSWORD = "sasl-pw-Zq81"
 KEY_PASSWORD = "key-pw-Lm27"
@@ -120,3 +129,79 @@ def test_probe_errors_never_show_the_password() -> None:
         probe(s)
     assert_clean(str(info.value))
     assert_clean("".join(traceback.format_exception(info.value)))
+
+
+# -- what a dying consumer writes: exception, FatalError event, JSONL event log -------------------------
+
+
+def _dying_consumer(settings: ConsumerSettings, reason: str, log_path: Path) -> tuple[str, list[Any], str]:
+    """A consumer whose client reports a fatal error with ``reason``: the exception text, the FatalError
+    events its listeners got, and the event log's lines."""
+    fatal = PollError(FATAL, "_FATAL", reason, fatal=True, retriable=False)
+    seen: list[Any] = []
+
+    class Events(MembershipListener):
+        def on_fatal(self, event: FatalError) -> None:
+            seen.append(event)
+
+    with EventLog(log_path, look_up_held=False) as event_log:
+        c = StaticConsumer(
+            settings,
+            listeners=[Events(), event_log],
+            env={"POD_NAME": "orders-0"},
+            adapter_factory=FakeFactory([OutOfBand(fatal)]),
+            probe=lambda _s: MODERN,
+        )
+        with c, pytest.raises(FatalConsumerError) as caught:
+            c.consume(10, 0.0)
+    return str(caught.value), seen, log_path.read_text()
+
+
+def test_a_fatal_error_never_writes_the_sasl_password_to_the_exception_or_the_event_log(
+    tmp_path: Path,
+) -> None:
+    pki = generate_pki(tmp_path / "pki", client_key_password=KEY_PASSWORD)
+    fields = {k: v for k, v in FULL.items() if k != "librdkafka"} | {
+        "topics": ("t",),
+        "sasl_mechanism": "PLAIN",
+        "ssl_certificate_location": str(pki.client_cert),
+        "ssl_key_location": str(pki.client_key_encrypted),
+    }
+    reason = f"Fatal error: SASL PLAIN of svc:{PASSWORD} with key password {KEY_PASSWORD} refused"
+    text, events, lines = _dying_consumer(ConsumerSettings(**fields), reason, tmp_path / "events.jsonl")
+    assert "refused" in text and "refused" in events[0].error and '"error"' in lines
+    for shown in (text, events[0].error, lines):
+        assert_clean(shown)
+
+
+def test_a_fatal_error_never_writes_an_oauthbearer_token_to_the_exception_or_the_event_log(
+    tmp_path: Path,
+) -> None:
+    token = "eyJhbGciOiJub25lIn0.token-in-a-fatal-error-Rk4."
+
+    def provider() -> OAuthBearerToken:
+        return OAuthBearerToken(token, expires_at=4e9)
+
+    settings = ConsumerSettings(
+        bootstrap_servers="k:9093",
+        group_id="orders",
+        topics=("t",),
+        security_protocol="SASL_SSL",
+        sasl_mechanism="OAUTHBEARER",
+        sasl_oauth_token_provider=provider,
+    )
+    text, events, lines = _dying_consumer(
+        settings, f"Fatal error: token {token} rejected", tmp_path / "e.jsonl"
+    )
+    assert "rejected" in text and "rejected" in lines
+    assert [t for t in (text, events[0].error, lines) if token in t] == []
+
+
+def test_broker_errors_of_the_admin_path_never_show_the_sasl_ssl_password() -> None:
+    settings = ConsumerSettings(
+        **{k: v for k, v in FULL.items() if k != "librdkafka"} | {"sasl_mechanism": "PLAIN"}
+    )
+    for kind in (ErrorKind.AUTHENTICATION, ErrorKind.TLS, ErrorKind.CONFIGURATION, ErrorKind.OTHER):
+        error = error_for(kind, f"broker said: {PASSWORD} / {KEY_PASSWORD}", settings, "describe group g")
+        assert "broker said" in str(error)
+        assert_clean(str(error))

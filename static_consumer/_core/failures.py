@@ -13,6 +13,8 @@ from collections.abc import Callable, Mapping
 from static_consumer._core.seam import PollError
 from static_consumer._core.session import Session, State
 from static_consumer._kafka_codes import ErrorKind, name_of
+from static_consumer._oauth import token_lost_error
+from static_consumer._secrets import scrub_for
 from static_consumer.errors import (
     CommitFailedError,
     FatalConsumerError,
@@ -59,15 +61,30 @@ def die(session: Session, error: PollError) -> StaticConsumerError:
         exc = protocol_mismatch_error(error, group_id=group_id, protocol=session.settings.protocol)
     else:
         exc = FatalConsumerError(
-            f"fatal consumer error in group {group_id!r} ({error.name}: {error.reason}); the client is "
-            "unusable: exit and let the process restart"
+            f"fatal consumer error in group {group_id!r} ({error.name}: "
+            f"{scrub_for(session.settings, error.reason)}); the client is unusable: exit and let the "
+            "process restart"
         )
     # Nothing may be committed any more: the partitions belong to the process that fenced us.
     session.end(State.FENCED if fenced else State.FAILED, exc)
     log.error("%s", exc)
     event = Fenced if fenced else FatalError
-    session.dispatch.emit(event(**session.event_fields(), error=error.reason))
+    session.dispatch.emit(event(**session.event_fields(), error=scrub_for(session.settings, error.reason)))
     return exc
+
+
+def check_token(session: Session) -> None:
+    """End the session with AuthenticationError once the OAUTHBEARER token expired while the provider
+    kept failing. Until then librdkafka keeps the current token and asks the provider again every 10 s,
+    so the retries are bounded by the last token's remaining lifetime (docs/security.md)."""
+    reason = session.token_lost()
+    if reason is None:
+        return
+    exc = token_lost_error(session.settings, reason)  # masked: never a token or a password
+    session.end(State.FAILED, exc)
+    log.error("%s", exc)
+    session.dispatch.emit(FatalError(**session.event_fields(), error=str(exc)))
+    raise exc
 
 
 def recover_or_die(session: Session, error: PollError, handle: Callable[[PollError], object]) -> None:
@@ -140,6 +157,7 @@ def _cause(error: PollError) -> str:
 
 
 __all__ = [
+    "check_token",
     "commit_error",
     "die",
     "is_fencing",
