@@ -136,6 +136,23 @@ class Members:
         for pod in list(self.live):
             self.close(pod)
 
+    def join(self, *pods: str) -> dict[str, frozenset[TopicPartition]]:
+        """Start ``pods`` and consume every record until the partitions are spread: who owns what."""
+        for pod in pods:
+            self.start(pod)
+        what = f"{RECORDS} records, {len(pods)} members"
+        self.poll_until(lambda: len(self.seen) == RECORDS and self.settled(), 90, what)
+        return self.owned()
+
+    def restart(self, pod: str) -> None:
+        """A clean restart of ``pod`` (close without LeaveGroup, start with the same instance id): it gets
+        its partitions back and no other member gives any up."""
+        before, restarted_at = self.owned(), time.monotonic()
+        self.close(pod)
+        self.start(pod)
+        self.poll_until(lambda: self.owned() == before, 60, f"{pod} back with {sorted(before[pod])}")
+        assert [p for p in self.live if p != pod and self.revocations[p].since(restarted_at)] == []
+
 
 @pytest.fixture
 def members() -> Iterator[list[Members]]:
@@ -192,10 +209,7 @@ def test_one_settings_object_drives_every_client_through_the_listener(
     pods = Members(settings, tmp_path / "members.jsonl")
     members.append(pods)
     a, b = f"{STATEFULSET}-0", f"{STATEFULSET}-1"
-    pods.start(a)
-    pods.start(b)
-    pods.poll_until(lambda: len(pods.seen) == RECORDS and pods.settled(), 90, f"{RECORDS} records, 2 members")
-    before = pods.owned()
+    before = pods.join(a, b)
     tokens.asked("consumers")
 
     described = describe_group(settings)  # DescribeGroups (kafka-python), then the AdminClient
@@ -203,12 +217,7 @@ def test_one_settings_object_drives_every_client_through_the_listener(
     assert sorted(m.instance_id or "" for m in described.members) == [a, b]
     tokens.asked("describe")
 
-    # A clean restart of a: close (no LeaveGroup), start with the same instance id, same partitions back.
-    restarted_at = time.monotonic()
-    pods.close(a)
-    pods.start(a)
-    pods.poll_until(lambda: pods.owned() == before, 60, f"{a} back with {sorted(before[a])}")
-    assert pods.revocations[b].since(restarted_at) == []
+    pods.restart(a)  # close (no LeaveGroup), start with the same instance id: same partitions back
 
     # scale-down to one replica removes b (stopped first, like a pod the StatefulSet deleted) ...
     pods.close(b)
@@ -359,10 +368,7 @@ def test_classic_static_members_restart_and_are_described_through_mutual_tls(
     pods = Members(settings, tmp_path / "members.jsonl")
     members.append(pods)
     a, b = f"{STATEFULSET}-0", f"{STATEFULSET}-1"
-    pods.start(a)
-    pods.start(b)
-    pods.poll_until(lambda: len(pods.seen) == RECORDS and pods.settled(), 90, f"{RECORDS} records, 2 members")
-    before = pods.owned()
+    before = pods.join(a, b)
 
     described = describe_group(settings)
     assert (described.group_type, described.state) == ("classic", "Stable")
@@ -371,11 +377,7 @@ def test_classic_static_members_restart_and_are_described_through_mutual_tls(
     }
     assert {m.subscription for m in described.members} == {(topic,)}
 
-    restarted_at = time.monotonic()
-    pods.close(a)
-    pods.start(a)
-    pods.poll_until(lambda: pods.owned() == before, 60, f"{a} back with {sorted(before[a])}")
-    assert pods.revocations[b].since(restarted_at) == []
+    pods.restart(a)
 
 
 def test_hostname_verification_can_be_switched_off_deliberately_for_all_three_clients(

@@ -111,22 +111,32 @@ def test_an_expired_token_is_refused_with_its_expiry_and_asked_for_again() -> No
     assert len(calls) == 2
 
 
+class Flaky:
+    """A provider of tokens that live 100 s on a clock the test moves (``now``), until ``fail`` is set."""
+
+    def __init__(self, value: str) -> None:
+        self.value = value
+        self.now = 1000.0
+        self.fail: Exception | None = None
+
+    def clock(self) -> float:
+        return self.now
+
+    def __call__(self) -> OAuthBearerToken:
+        if self.fail is not None:
+            raise self.fail
+        return OAuthBearerToken(self.value, expires_at=self.now + 100)
+
+
 def test_kafka_python_keeps_the_current_token_while_the_provider_fails_until_it_expires() -> None:
-    now = [1000.0]
-    failing = [False]
-
-    def provider_() -> OAuthBearerToken:
-        if failing[0]:
-            raise ConnectionError("identity provider unreachable")
-        return OAuthBearerToken("first-token-value", expires_at=now[0] + 100)
-
-    tokens = _Refreshing(provider_, clock=lambda: now[0])
+    provider_ = Flaky("first-token-value")
+    tokens = _Refreshing(provider_, clock=provider_.clock)
     assert tokens.current().value == "first-token-value"
-    failing[0] = True
-    now[0] += 90  # past 80%: a refresh is due and fails, the token still works
+    provider_.fail = ConnectionError("identity provider unreachable")
+    provider_.now += 90  # past 80%: a refresh is due and fails, the token still works
     assert tokens.current().value == "first-token-value"
     assert tokens.source.lost() is None
-    now[0] += 11  # expired
+    provider_.now += 11  # expired
     with pytest.raises(TokenFailure, match="raised ConnectionError: identity provider unreachable"):
         tokens.current()
     assert tokens.source.lost() == "raised ConnectionError: identity provider unreachable"
@@ -217,25 +227,18 @@ def test_the_first_token_is_fetched_once_and_handed_to_the_clients_first_call() 
 
 
 def test_a_source_is_lost_only_once_the_last_token_expired_while_the_provider_failed() -> None:
-    now = [1000.0]
-    failing = [False]
-
-    def provider_() -> OAuthBearerToken:
-        if failing[0]:
-            raise OSError("token endpoint returned 503")
-        return OAuthBearerToken("good-token-value", expires_at=now[0] + 100)
-
-    source = TokenSource(provider_, clock=lambda: now[0])
+    provider_ = Flaky("good-token-value")
+    source = TokenSource(provider_, clock=provider_.clock)
     assert source.lost() is None and source.failure is None
     source.fetch()
-    failing[0] = True
-    now[0] += 80
+    provider_.fail = OSError("token endpoint returned 503")
+    provider_.now += 80
     with pytest.raises(TokenFailure):
         source.fetch()  # librdkafka's refresh at 80%
     assert source.failure == "raised OSError: token endpoint returned 503" and source.lost() is None
-    now[0] += 21
+    provider_.now += 21
     assert source.lost() == "raised OSError: token endpoint returned 503"
-    failing[0] = False
+    provider_.fail = None
     source.fetch()  # the provider works again: nothing is lost
     assert source.lost() is None and source.failure is None
 

@@ -16,7 +16,7 @@ import pytest
 from static_consumer import ConsumerSettings, exit_code_for
 from static_consumer._tls import _check_not_expired, check_tls_files, validity
 from static_consumer.errors import ConfigurationError
-from static_consumer.testing.certs import Pki, generate_pki
+from static_consumer.testing.certs import Pki, generate_pki, self_signed_pem
 
 
 @pytest.fixture(scope="module")
@@ -131,24 +131,7 @@ def test_an_expired_certificate_is_refused_without_the_cryptography_package(pki:
 
 
 def _certificate(not_before: datetime.datetime, not_after: datetime.datetime) -> bytes:
-    from cryptography import x509
-    from cryptography.hazmat.primitives import hashes, serialization
-    from cryptography.hazmat.primitives.asymmetric import ec
-    from cryptography.x509.oid import NameOID
-
-    key = ec.generate_private_key(ec.SECP256R1())
-    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "validity-test")])
-    cert = (
-        x509.CertificateBuilder()
-        .subject_name(name)
-        .issuer_name(name)
-        .public_key(key.public_key())
-        .serial_number(x509.random_serial_number())
-        .not_valid_before(not_before)
-        .not_valid_after(not_after)
-        .sign(key, hashes.SHA256())
-    )
-    return cert.public_bytes(serialization.Encoding.PEM)
+    return self_signed_pem("validity-test", not_before, not_after)
 
 
 @pytest.mark.parametrize(
