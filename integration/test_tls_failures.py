@@ -45,13 +45,13 @@ def _settings(
     security = cluster.tls.settings_fields(
         listener, cluster.bootstrap_for(listener), token_provider=token_provider
     )
-    return ConsumerSettings(
-        group_id="tls-failures",
-        topics=("tls-failures",),
-        instance_id="tls-0",
-        connect_timeout_s=CONNECT_TIMEOUT_S,
-        **(security | fields),
-    )
+    base: dict[str, Any] = {
+        "group_id": "tls-failures",
+        "topics": ("tls-failures",),
+        "instance_id": "tls-0",
+        "connect_timeout_s": CONNECT_TIMEOUT_S,
+    }
+    return ConsumerSettings(**(base | security | fields))
 
 
 def _fails(
@@ -218,10 +218,12 @@ def _cli(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
 
 
 def _cli_env(settings: ConsumerSettings) -> dict[str, str]:
-    """The STATIC_CONSUMER_* variables of ``settings`` (passwords included, as a pod gets them)."""
+    """The STATIC_CONSUMER_* variables of the connection settings of ``settings`` (passwords included,
+    as a pod gets them from its Secret)."""
     env: dict[str, str] = {}
     for field, value in settings.model_dump(exclude={"sasl_oauth_token_provider"}).items():
-        if value is None or field in ("topics", "librdkafka"):
+        connection = field.startswith(("bootstrap", "security", "sasl_", "ssl_", "connect_"))
+        if value is None or not connection:
             continue
         secret = getattr(getattr(settings, field), "get_secret_value", None)
         env[f"STATIC_CONSUMER_{field.upper()}"] = str(secret() if secret else value)

@@ -34,7 +34,7 @@ from static_consumer._groups import GroupDescription, GroupMember, RemovalFailur
 from static_consumer._kafka_codes import TRANSPORT, ErrorKind, classify
 from static_consumer._oauth import first_token, token_error, token_source
 from static_consumer._secrets import scrub_for
-from static_consumer._tls import check_tls_files
+from static_consumer._tls import check_tls_files, speaks_tls
 from static_consumer.errors import (
     AuthenticationError,
     BrokerUnavailableError,
@@ -105,9 +105,41 @@ _TLS_FAILURE = re.compile(
 )
 
 
+# librdkafka 2.16's log line (not an error_cb error) when a broker hangs up while it asks for ApiVersions,
+# the first request on a connection: what a TLS listener does to a PLAINTEXT client (measured on Kafka 4.3:
+# "Disconnected: connection closed by peer: receive 0 after POLLIN (after 2ms in state
+# APIVERSION_QUERY)", repeated at every reconnect; older librdkafka added "connecting to a SSL listener?").
+_HUNG_UP = re.compile(r"([^\s/]+):(\d+)/[^:]*: Disconnected\b.*in state APIVERSION_QUERY")
+
+
+class _LoginLog:
+    """librdkafka's log for the login check: forwarded to the admin logger, and the addresses that hung
+    up during ApiVersions noted (confluent-kafka calls ``log(level, fmt, *args)`` on any object)."""
+
+    def __init__(self) -> None:
+        self.hung_up: list[tuple[str, int]] = []
+
+    def log(self, level: int, fmt: str, *args: object) -> None:
+        _LIBRDKAFKA_LOG.log(level, fmt, *args)
+        match = _HUNG_UP.search(fmt % args if args else fmt)
+        if match is not None:
+            self.hung_up.append((match.group(1), int(match.group(2))))
+
+
+def _tls_listener(settings: ConsumerSettings, hung_up: list[tuple[str, int]]) -> str | None:
+    """With a non-TLS ``security_protocol``: the reason, when a broker that hung up during ApiVersions
+    answers a TLS handshake (checked once, with Python's ``ssl``, only after librdkafka saw the hang-up)."""
+    if settings.security_protocol.endswith("SSL") or not hung_up:
+        return None
+    host, port = hung_up[0]
+    if not speaks_tls(host, port, min(2.0, settings.connect_timeout_s)):
+        return None
+    return f"{host}:{port} hung up on the ApiVersions request and answers a TLS handshake: a TLS listener"
+
+
 def tls_hint(reason: str) -> str:
     """The TLS failure ``reason`` (librdkafka's text) with what to check for it."""
-    if "SSL listener" in reason:
+    if "TLS listener" in reason or "SSL listener" in reason:
         return (
             f"the port is a TLS listener but security_protocol is not SSL/SASL_SSL ({reason}); set "
             "security_protocol='SSL' (or 'SASL_SSL' with SASL) and ssl_ca_location, or use the brokers' "
@@ -164,8 +196,9 @@ def check_login(settings: ConsumerSettings, timeout_s: float | None = None) -> t
     handshake, with their reason when they refused (secrets masked). Returns at the first refusal,
     acceptance or broker failure, else after ``timeout_s`` (``connect_timeout_s``).
 
-    Runs for PLAINTEXT too: a PLAINTEXT client on a TLS port is only told apart from an unreachable
-    broker by librdkafka's disconnect text; kafka-python would wait out ``connect_timeout_s``.
+    Runs for PLAINTEXT too: a PLAINTEXT client on a TLS port looks like an unreachable broker to both
+    clients (kafka-python waits out ``connect_timeout_s``); librdkafka logs that the broker hung up
+    during ApiVersions, and a TLS handshake with that broker then tells it apart (:func:`_tls_listener`).
 
     A handshake failure counts once it repeated, or once every broker is down with it: librdkafka
     reconnects within a backoff, and one handshake cut short by a broker restarting is not a verdict.
@@ -186,7 +219,9 @@ def check_login(settings: ConsumerSettings, timeout_s: float | None = None) -> t
         elif kind is ErrorKind.UNREACHABLE:
             unreachable.append(text)
 
-    client = librdkafka_admin(settings, f"brokers at {settings.bootstrap_servers}", error_cb=on_error)
+    log = _LoginLog()
+    doing = f"brokers at {settings.bootstrap_servers}"
+    client = librdkafka_admin(settings, doing, error_cb=on_error, logger=log)
     deadline = time.monotonic() + (settings.connect_timeout_s if timeout_s is None else timeout_s)
     while time.monotonic() < deadline:
         try:
@@ -194,11 +229,15 @@ def check_login(settings: ConsumerSettings, timeout_s: float | None = None) -> t
             return Login.ACCEPTED, None  # metadata answered: the credentials are accepted
         except KafkaException:
             pass
-        client.poll(0)  # serves error_cb
+        client.poll(0)  # serves error_cb and the log
         if refusals:
             return Login.REFUSED, scrub_for(settings, refusals[0])
         if handshakes and (len(handshakes) > 1 or unreachable):
             return Login.TLS_FAILED, scrub_for(settings, handshakes[-1])
+        if len(log.hung_up) > 1 or (log.hung_up and unreachable):
+            listener = _tls_listener(settings, log.hung_up)
+            if listener is not None:
+                return Login.TLS_FAILED, listener
         if unreachable:
             return Login.UNREACHABLE, None
     if handshakes:

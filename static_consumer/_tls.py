@@ -1,4 +1,5 @@
-"""The TLS files of the settings, checked locally before any client uses them.
+"""The TLS files of the settings, checked locally before any client uses them (and, for a PLAINTEXT client
+a port hung up on, whether that port speaks TLS: :func:`speaks_tls`).
 
 Each client meets a bad file its own way, and none of them well (measured in docs/security.md): with a
 wrong ``ssl_key_password`` librdkafka's constructor raises a raw ``KafkaException`` (-186 _INVALID_ARG),
@@ -22,6 +23,7 @@ import binascii
 import datetime
 import os
 import re
+import socket
 import ssl
 from typing import TYPE_CHECKING
 
@@ -69,6 +71,21 @@ def check_tls_files(settings: ConsumerSettings) -> None:
             "(check ssl_key_location, ssl_key_password, ssl_certificate_location)"
         ) from None
     _check_not_expired(cert)
+
+
+def speaks_tls(host: str, port: int, timeout_s: float) -> bool:
+    """Whether ``host:port`` completes a TLS handshake (no certificate checked, nothing sent after it):
+    the proof that a port which hangs up on a PLAINTEXT client is a TLS listener. False when it does
+    not answer, refuses, or answers otherwise."""
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+    context.check_hostname = False
+    context.verify_mode = ssl.CERT_NONE
+    try:
+        with socket.create_connection((host, port), timeout=timeout_s) as raw:
+            with context.wrap_socket(raw, server_hostname=host):
+                return True
+    except (OSError, ValueError):  # ssl.SSLError and timeouts are OSErrors
+        return False
 
 
 def _readable(path: str) -> bool:
@@ -176,4 +193,4 @@ def _reason(exc: BaseException) -> str:
     return str(exc) or type(exc).__name__
 
 
-__all__ = ["TLS_PROTOCOLS", "check_tls_files", "validity"]
+__all__ = ["TLS_PROTOCOLS", "check_tls_files", "speaks_tls", "validity"]

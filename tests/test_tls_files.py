@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from static_consumer import ConsumerSettings, exit_code_for
-from static_consumer._tls import _check_not_expired, check_tls_files, validity
+from static_consumer._tls import _check_not_expired, check_tls_files, speaks_tls, validity
 from static_consumer.errors import ConfigurationError
 from static_consumer.testing.certs import Pki, generate_pki, self_signed_pem
 
@@ -110,7 +110,7 @@ def test_an_expired_certificate_is_refused_without_the_cryptography_package(pki:
         except ImportError:
             pass
         from static_consumer import ConsumerSettings
-        from static_consumer._tls import _check_not_expired, check_tls_files, validity
+        from static_consumer._tls import _check_not_expired, check_tls_files, speaks_tls, validity
         from static_consumer.errors import ConfigurationError
         settings = ConsumerSettings(
             bootstrap_servers="127.0.0.1:9093", group_id="g", security_protocol="SSL",
@@ -162,3 +162,44 @@ def test_a_certificate_not_valid_yet_is_refused(pki: Pki, tmp_path: Path) -> Non
     future.write_bytes(_certificate(now + datetime.timedelta(days=1), now + datetime.timedelta(days=2)))
     with pytest.raises(ConfigurationError, match="is not valid before"):
         _check_not_expired(str(future))
+
+
+def test_speaks_tls_tells_a_tls_listener_from_a_plaintext_one_and_from_nothing(pki: Pki) -> None:
+    """What a PLAINTEXT client's login check asks after a broker hung up on it during ApiVersions."""
+    import socket
+    import ssl
+    import threading
+
+    server_context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    server_context.load_cert_chain(pki.broker)
+
+    def listener(tls: bool) -> tuple[socket.socket, int]:
+        sock = socket.create_server(("127.0.0.1", 0))
+
+        def serve() -> None:
+            while True:
+                try:
+                    conn, _ = sock.accept()
+                except OSError:
+                    return  # closed
+                try:
+                    if tls:
+                        server_context.wrap_socket(conn, server_side=True).close()
+                    else:
+                        conn.recv(1024)  # a PLAINTEXT broker waits for a request; this one hangs up
+                except (OSError, ssl.SSLError):
+                    pass
+                conn.close()
+
+        threading.Thread(target=serve, daemon=True).start()
+        return sock, sock.getsockname()[1]
+
+    tls_sock, tls_port = listener(tls=True)
+    plain_sock, plain_port = listener(tls=False)
+    try:
+        assert speaks_tls("127.0.0.1", tls_port, 5.0)
+        assert not speaks_tls("127.0.0.1", plain_port, 5.0)
+    finally:
+        tls_sock.close()
+        plain_sock.close()
+    assert not speaks_tls("127.0.0.1", plain_port, 1.0)  # nothing listens any more
