@@ -7,6 +7,7 @@ commit) and words the exceptions: what happened and what to do.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 from collections.abc import Callable, Mapping
 
@@ -25,6 +26,7 @@ from static_consumer.errors import (
     UnreleasedInstanceIdError,
 )
 from static_consumer.events import FatalError, Fenced
+from static_consumer.settings import ConsumerSettings
 from static_consumer.types import TopicPartition
 
 log = logging.getLogger(__name__)
@@ -44,8 +46,17 @@ def is_transient(error: PollError) -> bool:
     return error.retriable or error.kind in (ErrorKind.TRANSIENT, ErrorKind.UNREACHABLE)
 
 
+def scrubbed(settings: ConsumerSettings, error: PollError) -> PollError:
+    """``error`` with every configured secret and OAUTHBEARER token masked in its reason: what the core
+    does before a client's error text reaches a log record, an exception or an event (librdkafka's
+    texts are not known to quote secrets, but a passthrough setting or a broker message could)."""
+    reason = scrub_for(settings, error.reason)
+    return error if reason == error.reason else dataclasses.replace(error, reason=reason)
+
+
 def die(session: Session, error: PollError) -> StaticConsumerError:
     """End the session after a fatal error (FENCED or FAILED) and build the exception to raise."""
+    error = scrubbed(session.settings, error)
     fenced = is_fencing(error, after_join=session.state is State.RUNNING)
     instance_id, group_id = session.instance_id, session.settings.group_id
     exc: StaticConsumerError
@@ -61,15 +72,14 @@ def die(session: Session, error: PollError) -> StaticConsumerError:
         exc = protocol_mismatch_error(error, group_id=group_id, protocol=session.settings.protocol)
     else:
         exc = FatalConsumerError(
-            f"fatal consumer error in group {group_id!r} ({error.name}: "
-            f"{scrub_for(session.settings, error.reason)}); the client is unusable: exit and let the "
-            "process restart"
+            f"fatal consumer error in group {group_id!r} ({error.name}: {error.reason}); the client is "
+            "unusable: exit and let the process restart"
         )
     # Nothing may be committed any more: the partitions belong to the process that fenced us.
     session.end(State.FENCED if fenced else State.FAILED, exc)
     log.error("%s", exc)
     event = Fenced if fenced else FatalError
-    session.dispatch.emit(event(**session.event_fields(), error=scrub_for(session.settings, error.reason)))
+    session.dispatch.emit(event(**session.event_fields(), error=error.reason))
     return exc
 
 
@@ -164,5 +174,6 @@ __all__ = [
     "is_transient",
     "protocol_mismatch_error",
     "recover_or_die",
+    "scrubbed",
     "unreleased_error",
 ]
