@@ -12,10 +12,10 @@ from typing import Any
 
 import confluent_kafka
 import pytest
-from fakes import MODERN, FakeFactory
+from fakes import FakeFactory, logged_consumer
 from kafka.net.sasl.oauth import AbstractTokenProvider
 
-from static_consumer import MembershipListener, OAuthBearerToken, StaticConsumer
+from static_consumer import OAuthBearerToken
 from static_consumer._config import admin_config, consumer_config, kafka_python_config
 from static_consumer._oauth import (
     REFRESH_AT,
@@ -28,9 +28,7 @@ from static_consumer._oauth import (
 )
 from static_consumer._secrets import redact_items
 from static_consumer.errors import AuthenticationError
-from static_consumer.events import FatalError
 from static_consumer.settings import ConsumerSettings
-from static_consumer.telemetry import EventLog
 
 TOKEN = "eyJhbGciOiJub25lIn0.token-value-Kp31."
 
@@ -257,34 +255,20 @@ def test_a_running_consumer_ends_with_authentication_error_once_its_token_expire
 
     settings = oauth_settings(provider_, topics=("t",))
     factory = FakeFactory([None] * 5)
-    fatal: list[FatalError] = []
-
-    class Events(MembershipListener):
-        def on_fatal(self, event: FatalError) -> None:
-            fatal.append(event)
-
-    with EventLog(tmp_path / "events.jsonl", look_up_held=False) as event_log:
-        c = StaticConsumer(
-            settings,
-            listeners=[Events(), event_log],
-            env={"POD_NAME": "orders-0"},
-            adapter_factory=factory,
-            probe=lambda _s: MODERN,
-        )
-        with c:
-            oauth_cb = factory.last.config["oauth_cb"]  # what librdkafka calls
-            oauth_cb("")  # the first token, fetched before the client was built
-            failing[0] = True
-            with pytest.raises(TokenFailure):
-                oauth_cb("")  # the refresh at 80% of the lifetime fails ...
-            assert c.consume(10, 0.0) == []  # ... and the consumer goes on with the current token
-            oauth_cb.source.clock = lambda: time.time() + 3601  # the token has expired
-            with pytest.raises(AuthenticationError) as caught:
-                c.consume(10, 0.0)
-            with pytest.raises(AuthenticationError):
-                c.consume(10, 0.0)  # the consumer is over, every later call says why
+    with logged_consumer(settings, factory, tmp_path / "events.jsonl") as (c, fatal):
+        oauth_cb = factory.last.config["oauth_cb"]  # what librdkafka calls
+        oauth_cb("")  # the first token, fetched before the client was built
+        failing[0] = True
+        with pytest.raises(TokenFailure):
+            oauth_cb("")  # the refresh at 80% of the lifetime fails ...
+        assert c.consume(10, 0.0) == []  # ... and the consumer goes on with the current token
+        oauth_cb.source.clock = lambda: time.time() + 3601  # the token has expired
+        with pytest.raises(AuthenticationError) as caught:
+            c.consume(10, 0.0)
+        with pytest.raises(AuthenticationError):
+            c.consume(10, 0.0)  # the consumer is over, every later call says why
     text = str(caught.value)
     assert caught.value.exit_code == 78
     assert "OAUTHBEARER token expired" in text and "raised RuntimeError: client secret was rotated" in text
-    assert fatal and "client secret was rotated" in fatal[0].error
+    assert fatal.events and "client secret was rotated" in fatal.events[0].error
     assert "live-token-value-Ab12" not in (tmp_path / "events.jsonl").read_text() + text

@@ -8,9 +8,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from fakes import MODERN, Assign, FakeFactory, OutOfBand, rec, tp
+from fakes import Assign, FakeFactory, OutOfBand, logged_consumer, rec, tp
 
-from static_consumer import MembershipListener, OAuthBearerToken, StaticConsumer
+from static_consumer import OAuthBearerToken
 from static_consumer._broker import error_for
 from static_consumer._config import admin_config, consumer_config, kafka_python_config
 from static_consumer._core.seam import PollError
@@ -23,9 +23,7 @@ from static_consumer.errors import (
     ConfigurationError,
     FatalConsumerError,
 )
-from static_consumer.events import FatalError
 from static_consumer.settings import ConsumerSettings
-from static_consumer.telemetry import EventLog
 from static_consumer.testing.certs import generate_pki
 
 PASSWORD = "sasl-pw-Zq81"
@@ -143,23 +141,10 @@ def _dying_consumer(settings: ConsumerSettings, reason: str, log_path: Path) -> 
     """A consumer whose client reports a fatal error with ``reason``: the exception text, the FatalError
     events its listeners got, and the event log's lines."""
     fatal = PollError(FATAL, "_FATAL", reason, fatal=True, retriable=False)
-    seen: list[Any] = []
-
-    class Events(MembershipListener):
-        def on_fatal(self, event: FatalError) -> None:
-            seen.append(event)
-
-    with EventLog(log_path, look_up_held=False) as event_log:
-        c = StaticConsumer(
-            settings,
-            listeners=[Events(), event_log],
-            env={"POD_NAME": "orders-0"},
-            adapter_factory=FakeFactory([OutOfBand(fatal)]),
-            probe=lambda _s: MODERN,
-        )
-        with c, pytest.raises(FatalConsumerError) as caught:
+    with logged_consumer(settings, FakeFactory([OutOfBand(fatal)]), log_path) as (c, seen):
+        with pytest.raises(FatalConsumerError) as caught:
             c.consume(10, 0.0)
-    return str(caught.value), seen, log_path.read_text()
+    return str(caught.value), seen.events, log_path.read_text()
 
 
 def test_a_fatal_error_never_writes_the_sasl_password_to_the_exception_or_the_event_log(
@@ -256,35 +241,21 @@ def test_no_secret_kind_reaches_a_log_an_exception_or_the_event_log(
     warning = PollError(-195, "_TRANSPORT", f"{said} (transport)", fatal=False, retriable=False)
     refused = PollError(27, "REBALANCE_IN_PROGRESS", f"{said} (commit)", fatal=False, retriable=False)
     fatal = PollError(FATAL, "_FATAL", f"Fatal error: {said}", fatal=True, retriable=False)
-    seen: list[FatalError] = []
-
-    class Events(MembershipListener):
-        def on_fatal(self, event: FatalError) -> None:
-            seen.append(event)
-
     caplog.set_level("DEBUG")
     factory = FakeFactory([Assign((tp(0),)), rec(0, 1), warning, OutOfBand(fatal)])
-    with EventLog(tmp_path / "events.jsonl", look_up_held=False) as event_log:
-        c = StaticConsumer(
-            settings,
-            listeners=[Events(), event_log],
-            env={"POD_NAME": "orders-0"},
-            adapter_factory=factory,
-            probe=lambda _s: MODERN,
-        )
-        with c:
-            record = c.poll(0.1)
-            factory.last.commit_failures.append(refused)
-            with pytest.raises(CommitFailedError) as commit:
-                c.commit(record)
-            assert c.poll(0.1) is None  # the transport error: logged, still polling
-            with pytest.raises(FatalConsumerError) as died:
-                c.poll(0.1)
+    with logged_consumer(settings, factory, tmp_path / "events.jsonl") as (c, seen):
+        record = c.poll(0.1)
+        factory.last.commit_failures.append(refused)
+        with pytest.raises(CommitFailedError) as commit:
+            c.commit(record)
+        assert c.poll(0.1) is None  # the transport error: logged, still polling
+        with pytest.raises(FatalConsumerError) as died:
+            c.poll(0.1)
     lines = (tmp_path / "events.jsonl").read_text()
     texts = {
         "commit exception": "".join(traceback.format_exception(commit.value)),
         "fatal exception": "".join(traceback.format_exception(died.value)),
-        "FatalError event": seen[0].error,
+        "FatalError event": seen.events[0].error,
         "event log": lines,
         "log records": caplog.text,
         "repr": repr(settings) + str(settings) + settings.model_dump_json(),
