@@ -3,6 +3,8 @@
 Everything comes from the environment the manifest sets (examples/statefulset.yaml):
 
 - ``STATIC_CONSUMER_*``: the library's settings (bootstrap servers, group, topics, session timeout, ...);
+  with ``STATIC_CONSUMER_SASL_MECHANISM=OAUTHBEARER`` also the ``OAUTH_*`` variables of
+  examples/oauth_tokens.py (examples/statefulset-oauth.yaml);
 - ``POD_NAME`` (downward API ``metadata.name``): the stable ``group.instance.id``, e.g. ``orders-2``;
 - ``CONSUMER_READY_FILE``: the file the readiness probe tests. It exists while this member has joined
   the group (it got an assignment, possibly empty: more pods than partitions is fine) and is removed when
@@ -20,6 +22,7 @@ from __future__ import annotations
 
 import logging
 import os
+from collections.abc import Mapping
 from pathlib import Path
 
 from static_consumer import (
@@ -77,13 +80,23 @@ def handle_batch(records: list[Record]) -> None:
         log.debug("%s[%d]@%d %r", record.topic, record.partition, record.offset, record.value)
 
 
+def load_settings(environ: Mapping[str, str] = os.environ) -> ConsumerSettings:
+    """The settings from the environment. OAUTHBEARER needs a token provider, which only code can give
+    (examples/oauth_tokens.py: the identity provider's client-credentials grant)."""
+    if environ.get("STATIC_CONSUMER_SASL_MECHANISM") == "OAUTHBEARER":
+        from oauth_tokens import ClientCredentialsTokens  # next to this file in the image
+
+        return ConsumerSettings.load(sasl_oauth_token_provider=ClientCredentialsTokens.from_env(environ))
+    return ConsumerSettings.load()
+
+
 def main() -> int:
     logging.basicConfig(
         level=os.environ.get("LOG_LEVEL", "INFO"), format="%(levelname)s %(name)s: %(message)s"
     )
     readiness = ReadinessFile(Path(os.environ.get(READY_FILE_ENV, DEFAULT_READY_FILE)))
     try:
-        settings = ConsumerSettings.load()
+        settings = load_settings()
         consumer = StaticConsumer(settings, listeners=[readiness])
         run_until_sigterm(consumer, handle_batch)
     except Exception as exc:  # noqa: BLE001 - every failure becomes a documented exit code

@@ -10,9 +10,9 @@ repr, the JSON dump or the JSONL event log. Members are KIP-848 (``protocol="con
 then is the group described through the AdminClient as well; the group protocol does not touch TLS.
 
 Besides: OAUTHBEARER tokens are refreshed before they expire (the broker closes expired sessions), the
-Spark bridge runs through the OAUTHBEARER listener (the one whose settings hold a callable), and
-``ssl_endpoint_identification=False`` reaches all three clients. How misconfigurations surface is
-measured by bench/measure_tls_failures.py; the typed errors for them come with the error table.
+Spark bridge runs through every listener (one local Spark session for all), classic static members
+restart and are described through the mutual-TLS listener, and ``ssl_endpoint_identification=False``
+reaches all three clients. The failures are in test_tls_failures.py.
 """
 
 from __future__ import annotations
@@ -136,6 +136,23 @@ class Members:
         for pod in list(self.live):
             self.close(pod)
 
+    def join(self, *pods: str) -> dict[str, frozenset[TopicPartition]]:
+        """Start ``pods`` and consume every record until the partitions are spread: who owns what."""
+        for pod in pods:
+            self.start(pod)
+        what = f"{RECORDS} records, {len(pods)} members"
+        self.poll_until(lambda: len(self.seen) == RECORDS and self.settled(), 90, what)
+        return self.owned()
+
+    def restart(self, pod: str) -> None:
+        """A clean restart of ``pod`` (close without LeaveGroup, start with the same instance id): it gets
+        its partitions back and no other member gives any up."""
+        before, restarted_at = self.owned(), time.monotonic()
+        self.close(pod)
+        self.start(pod)
+        self.poll_until(lambda: self.owned() == before, 60, f"{pod} back with {sorted(before[pod])}")
+        assert [p for p in self.live if p != pod and self.revocations[p].since(restarted_at)] == []
+
 
 @pytest.fixture
 def members() -> Iterator[list[Members]]:
@@ -192,10 +209,7 @@ def test_one_settings_object_drives_every_client_through_the_listener(
     pods = Members(settings, tmp_path / "members.jsonl")
     members.append(pods)
     a, b = f"{STATEFULSET}-0", f"{STATEFULSET}-1"
-    pods.start(a)
-    pods.start(b)
-    pods.poll_until(lambda: len(pods.seen) == RECORDS and pods.settled(), 90, f"{RECORDS} records, 2 members")
-    before = pods.owned()
+    before = pods.join(a, b)
     tokens.asked("consumers")
 
     described = describe_group(settings)  # DescribeGroups (kafka-python), then the AdminClient
@@ -203,12 +217,7 @@ def test_one_settings_object_drives_every_client_through_the_listener(
     assert sorted(m.instance_id or "" for m in described.members) == [a, b]
     tokens.asked("describe")
 
-    # A clean restart of a: close (no LeaveGroup), start with the same instance id, same partitions back.
-    restarted_at = time.monotonic()
-    pods.close(a)
-    pods.start(a)
-    pods.poll_until(lambda: pods.owned() == before, 60, f"{a} back with {sorted(before[a])}")
-    assert pods.revocations[b].since(restarted_at) == []
+    pods.restart(a)  # close (no LeaveGroup), start with the same instance id: same partitions back
 
     # scale-down to one replica removes b (stopped first, like a pod the StatefulSet deleted) ...
     pods.close(b)
@@ -290,34 +299,85 @@ def test_oauthbearer_tokens_are_refreshed_before_they_expire(
     assert [r.offset for r in received] == list(range(produced))
 
 
-def test_the_spark_bridge_through_the_oauthbearer_listener(
-    kafka_secure_cluster: JvmKafkaCluster, kafka_group_id_factory: Callable[..., str]
+@pytest.fixture(scope="module")
+def spark() -> Iterator[Any]:
+    """One local SparkSession for every listener below (its start-up is most of the cost)."""
+    from static_consumer.spark import spark_session
+
+    session = spark_session(driver_memory="1g", conf={"spark.sql.shuffle.partitions": "2"})
+    yield session
+    session.stop()
+
+
+SPARK_RECORDS = 40
+
+
+@pytest.mark.parametrize(("listener", "mechanism"), CASES)
+def test_the_spark_bridge_through_the_listener(
+    listener: str,
+    mechanism: str | None,
+    spark: Any,
+    kafka_secure_cluster: JvmKafkaCluster,
+    kafka_group_id_factory: Callable[..., str],
 ) -> None:
-    """One listener is enough for Spark: the bridge builds its StaticConsumer from the settings it is
-    given, so what holds for the consumer above holds here; OAUTHBEARER is the listener whose settings
-    carry a callable, which must survive the hand-over to the bridge."""
-    from static_consumer.spark import BatchInfo, MicroBatchRunner, spark_session
+    """The bridge builds its StaticConsumer (probe included) from the settings it is given, so the same
+    settings object must carry each listener's security through it: files, passwords, and for
+    OAUTHBEARER a callable."""
+    from static_consumer.spark import BatchInfo, MicroBatchRunner
 
     cluster = kafka_secure_cluster
     group = kafka_group_id_factory()
     topic = create_topic(cluster.bootstrap_servers, f"t-{group}", 2)
-    produce(cluster.bootstrap_servers, topic, RECORDS)
+    produce(cluster.bootstrap_servers, topic, SPARK_RECORDS)
     settings = secure_settings(
-        cluster, OAUTH, "OAUTHBEARER", group_id=group, topics=(topic,), instance_id="spark-0"
+        cluster, listener, mechanism, group_id=group, topics=(topic,), instance_id="spark-0"
     )
     counted: list[int] = []
 
     def count(df: Any, info: BatchInfo) -> None:
         counted.append(df.count())
 
-    spark = spark_session(driver_memory="1g", conf={"spark.sql.shuffle.partitions": "2"})
-    try:
-        summary = MicroBatchRunner(settings, count, spark=spark).run(idle_timeout_s=4.0)
-    finally:
-        spark.stop()
-    assert (summary.records, sum(counted)) == (RECORDS, RECORDS)
+    summary = MicroBatchRunner(settings, count, spark=spark).run(idle_timeout_s=2.0)
+    assert (summary.records, sum(counted)) == (SPARK_RECORDS, SPARK_RECORDS)
     committed = committed_offsets(cluster.bootstrap_servers, group, topic, 2)
-    assert sum(committed.values()) == RECORDS
+    assert sum(committed.values()) == SPARK_RECORDS
+
+
+def test_classic_static_members_restart_and_are_described_through_mutual_tls(
+    kafka_secure_cluster: JvmKafkaCluster,
+    kafka_group_id_factory: Callable[..., str],
+    members: list[Members],
+    tmp_path: Path,
+) -> None:
+    """The classic protocol through one TLS listener (the others run KIP-848 above): joining, a clean
+    restart keeping the partitions, and a description through DescribeGroups with subscriptions."""
+    cluster = kafka_secure_cluster
+    group = kafka_group_id_factory()
+    topic = create_topic(cluster.bootstrap_servers, f"t-{group}", PARTITIONS)
+    produce(cluster.bootstrap_servers, topic, RECORDS)
+    settings = secure_settings(
+        cluster,
+        MTLS,
+        None,
+        group_id=group,
+        topics=(topic,),
+        protocol="classic",
+        session_timeout_ms=10_000,
+        max_poll_interval_ms=30_000,
+    )
+    pods = Members(settings, tmp_path / "members.jsonl")
+    members.append(pods)
+    a, b = f"{STATEFULSET}-0", f"{STATEFULSET}-1"
+    before = pods.join(a, b)
+
+    described = describe_group(settings)
+    assert (described.group_type, described.state) == ("classic", "Stable")
+    assert {m.instance_id: m.assignment for m in described.members} == {
+        pod: tuple(sorted(parts)) for pod, parts in before.items()
+    }
+    assert {m.subscription for m in described.members} == {(topic,)}
+
+    pods.restart(a)
 
 
 def test_hostname_verification_can_be_switched_off_deliberately_for_all_three_clients(

@@ -32,7 +32,9 @@ from static_consumer._config import admin_config
 from static_consumer._group_watch import consumer_group
 from static_consumer._groups import GroupDescription, GroupMember, RemovalFailure
 from static_consumer._kafka_codes import TRANSPORT, ErrorKind, classify
+from static_consumer._oauth import first_token, token_error, token_source
 from static_consumer._secrets import scrub_for
+from static_consumer._tls import check_tls_files, speaks_tls
 from static_consumer.errors import (
     AuthenticationError,
     BrokerUnavailableError,
@@ -53,8 +55,10 @@ CLIENT_ID = "static-consumer-admin"
 def kafka_admin(settings: ConsumerSettings, doing: str) -> Iterator[Any]:
     """A kafka-python KafkaAdminClient for ``doing`` (e.g. "describe group g"), closed on exit.
 
-    Broker errors raised inside the block are translated (see :func:`translate`). With SASL, a refusal
-    of the credentials ends it at once (see :func:`check_login`), not after ``connect_timeout_s``.
+    Broker errors raised inside the block are translated (see :func:`translate`). The local checks (TLS
+    files, the OAUTHBEARER provider's first token) run before any client is built, and a refusal of the
+    credentials or a failed TLS handshake ends it at once (see :func:`check_login`), not after
+    ``connect_timeout_s``.
     """
     failed = failed_login(settings)
     if failed is not None:
@@ -84,7 +88,6 @@ def explain(exc: kafka_errors.KafkaError, settings: ConsumerSettings) -> kafka_e
 class Login(Enum):
     """What the brokers made of the configured SASL credentials and TLS files (:func:`check_login`)."""
 
-    NOT_SASL = "neither SASL nor TLS is configured"
     ACCEPTED = "accepted"
     REFUSED = "refused"
     TLS_FAILED = "the TLS handshake failed"
@@ -93,13 +96,55 @@ class Login(Enum):
 
 
 # librdkafka's words for a failed handshake on a transport error (-195): an SSL alert from the broker
-# (46 certificate unknown: expired or untrusted client certificate; 42 bad certificate: none sent), or a
-# TLS client that met a PLAINTEXT listener. A plain disconnect is not one.
-_TLS_FAILURE = re.compile(r"SSL handshake failed|SSL alert number|ssl/tls alert", re.IGNORECASE)
+# (46 certificate unknown: expired or untrusted client certificate; 42 bad certificate: none sent), a
+# TLS client that met a PLAINTEXT listener, or a PLAINTEXT client that met a TLS listener (librdkafka
+# adds "connecting to a SSL listener?" to a disconnect while it asks for ApiVersions, rdkafka_broker.c).
+# A plain disconnect is not one.
+_TLS_FAILURE = re.compile(
+    r"SSL handshake failed|SSL alert number|ssl/tls alert|connecting to a SSL listener", re.IGNORECASE
+)
+
+
+# librdkafka 2.16's log line (not an error_cb error) when a broker hangs up while it asks for ApiVersions,
+# the first request on a connection: what a TLS listener does to a PLAINTEXT client (measured on Kafka 4.3:
+# "Disconnected: connection closed by peer: receive 0 after POLLIN (after 2ms in state
+# APIVERSION_QUERY)", repeated at every reconnect; older librdkafka added "connecting to a SSL listener?").
+_HUNG_UP = re.compile(r"([^\s/]+):(\d+)/[^:]*: Disconnected\b.*in state APIVERSION_QUERY")
+
+
+class _LoginLog:
+    """librdkafka's log for the login check: forwarded to the admin logger, and the addresses that hung
+    up during ApiVersions noted (confluent-kafka calls ``log(level, fmt, *args)`` on any object)."""
+
+    def __init__(self) -> None:
+        self.hung_up: list[tuple[str, int]] = []
+
+    def log(self, level: int, fmt: str, *args: object) -> None:
+        _LIBRDKAFKA_LOG.log(level, fmt, *args)
+        match = _HUNG_UP.search(fmt % args if args else fmt)
+        if match is not None:
+            self.hung_up.append((match.group(1), int(match.group(2))))
+
+
+def _tls_listener(settings: ConsumerSettings, hung_up: list[tuple[str, int]]) -> str | None:
+    """With a non-TLS ``security_protocol``: the reason, when a broker that hung up during ApiVersions
+    answers a TLS handshake (checked once, with Python's ``ssl``, only after librdkafka saw the hang-up)."""
+    if settings.security_protocol.endswith("SSL") or not hung_up:
+        return None
+    host, port = hung_up[0]
+    if not speaks_tls(host, port, min(2.0, settings.connect_timeout_s)):
+        return None
+    return f"{host}:{port} hung up on the ApiVersions request and answers a TLS handshake: a TLS listener"
 
 
 def tls_hint(reason: str) -> str:
     """The TLS failure ``reason`` (librdkafka's text) with what to check for it."""
+    if "TLS listener" in reason or "SSL listener" in reason:
+        return (
+            f"the port is a TLS listener but security_protocol is not SSL/SASL_SSL ({reason}); set "
+            "security_protocol='SSL' (or 'SASL_SSL' with SASL) and ssl_ca_location, or use the brokers' "
+            "PLAINTEXT port"
+        )
     if "PLAINTEXT" in reason:
         check = "the port is a PLAINTEXT listener: use its TLS port, or security_protocol='PLAINTEXT'"
     elif "alert" in reason.lower():
@@ -124,16 +169,17 @@ def login_refusal(settings: ConsumerSettings, timeout_s: float | None = None) ->
 
 
 def failed_login(settings: ConsumerSettings) -> tuple[ErrorKind, str] | None:
-    """With SASL or TLS, log in with librdkafka before kafka-python does: the kind and text of a login
-    that failed for certain (refused, a failed TLS handshake, or no answer within ``connect_timeout_s``),
-    else None.
+    """Log in with librdkafka before kafka-python does: the kind and text of a login that failed for
+    certain (refused, a failed TLS handshake, a PLAINTEXT client on a TLS port, or no answer within
+    ``connect_timeout_s``), else None.
 
     kafka-python 3.0 mostly drops the brokers' refusal (see :func:`explain`) and waits out
     ``connect_timeout_s``: a wrong SCRAM password took 30.5 s with the defaults (one run, Kafka 4.3);
     librdkafka reports it after one round trip. A certificate the client does not trust (unknown CA, a
     broker certificate for another host) or one the broker refuses (expired, missing) is the same story:
     kafka-python logs the handshake error and waits out the bound, librdkafka reports it in
-    milliseconds. The price is one more connection and login per call, with SASL or TLS only. After no
+    milliseconds. A PLAINTEXT client on a TLS port: kafka-python waits out the bound, librdkafka says
+    "connecting to a SSL listener?". The price is one more connection (and login) per call. After no
     answer at all, kafka-python would only wait for the same bound again."""
     login, reason = check_login(settings)
     if login is Login.REFUSED:
@@ -150,12 +196,15 @@ def check_login(settings: ConsumerSettings, timeout_s: float | None = None) -> t
     handshake, with their reason when they refused (secrets masked). Returns at the first refusal,
     acceptance or broker failure, else after ``timeout_s`` (``connect_timeout_s``).
 
+    Runs for PLAINTEXT too: a PLAINTEXT client on a TLS port looks like an unreachable broker to both
+    clients (kafka-python waits out ``connect_timeout_s``); librdkafka logs that the broker hung up
+    during ApiVersions, and a TLS handshake with that broker then tells it apart (:func:`_tls_listener`).
+
     A handshake failure counts once it repeated, or once every broker is down with it: librdkafka
-    reconnects within a backoff, and one handshake cut short by a broker restarting is not a verdict."""
-    if settings.security_protocol == "PLAINTEXT":
-        return Login.NOT_SASL, None
+    reconnects within a backoff, and one handshake cut short by a broker restarting is not a verdict.
+    Raises ConfigurationError (or AuthenticationError for an OAUTHBEARER provider that gives no token)
+    before connecting when the local checks fail (:func:`librdkafka_admin`)."""
     from confluent_kafka import KafkaException
-    from confluent_kafka.admin import AdminClient
 
     refusals: list[str] = []
     handshakes: list[str] = []
@@ -170,8 +219,9 @@ def check_login(settings: ConsumerSettings, timeout_s: float | None = None) -> t
         elif kind is ErrorKind.UNREACHABLE:
             unreachable.append(text)
 
-    config: dict[str, Any] = {**admin_config(settings), "error_cb": on_error, "logger": _LIBRDKAFKA_LOG}
-    client = AdminClient(config)
+    log = _LoginLog()
+    doing = f"brokers at {settings.bootstrap_servers}"
+    client = librdkafka_admin(settings, doing, error_cb=on_error, logger=log)
     deadline = time.monotonic() + (settings.connect_timeout_s if timeout_s is None else timeout_s)
     while time.monotonic() < deadline:
         try:
@@ -179,16 +229,75 @@ def check_login(settings: ConsumerSettings, timeout_s: float | None = None) -> t
             return Login.ACCEPTED, None  # metadata answered: the credentials are accepted
         except KafkaException:
             pass
-        client.poll(0)  # serves error_cb
+        client.poll(0)  # serves error_cb and the log
         if refusals:
             return Login.REFUSED, scrub_for(settings, refusals[0])
         if handshakes and (len(handshakes) > 1 or unreachable):
             return Login.TLS_FAILED, scrub_for(settings, handshakes[-1])
+        if len(log.hung_up) > 1 or (log.hung_up and unreachable):
+            listener = _tls_listener(settings, log.hung_up)
+            if listener is not None:
+                return Login.TLS_FAILED, listener
         if unreachable:
             return Login.UNREACHABLE, None
     if handshakes:
         return Login.TLS_FAILED, scrub_for(settings, handshakes[-1])
     return Login.NO_ANSWER, None
+
+
+def librdkafka_admin(settings: ConsumerSettings, doing: str, **callbacks: Any) -> Any:
+    """A confluent-kafka AdminClient for ``settings`` (``callbacks`` such as ``error_cb`` added to its
+    config), built only after the local checks, its constructor's errors classified.
+
+    The TLS files are checked first: with a wrong ``ssl_key_password`` the constructor raised a raw
+    ``KafkaException`` (-186). With OAUTHBEARER the client's first token is fetched first: confluent-kafka
+    otherwise waits a fixed 10 s in the constructor for a provider that failed, and drops its reason.
+    """
+    from confluent_kafka import KafkaException
+    from confluent_kafka.admin import AdminClient
+
+    check_tls_files(settings)
+    config: dict[str, Any] = {**admin_config(settings), "logger": _LIBRDKAFKA_LOG, **callbacks}
+    first_token(config, settings, doing)
+    try:
+        return AdminClient(config)
+    except KafkaException as exc:
+        raise construction_error(exc, config, settings, doing) from None
+
+
+def construction_error(
+    exc: Exception, config: Mapping[str, Any], settings: ConsumerSettings, doing: str
+) -> StaticConsumerError:
+    """The project error for a librdkafka client that could not be built from ``config``: the token
+    provider's reason when it failed, else the error classified through the table."""
+    source = token_source(config)
+    if source is not None and source.failure is not None:
+        return token_error(settings, source.failure, doing)
+    return error_for(*kafka_exception(exc), settings, doing)
+
+
+def kafka_exception(exc: Exception) -> tuple[ErrorKind, str]:
+    """The kind (through the error table) and text of a confluent-kafka ``KafkaException``."""
+    error: Any = exc.args[0] if exc.args else None
+    text = error.str() if hasattr(error, "str") else str(exc)
+    kind = classify(error.code()) if hasattr(error, "code") else ErrorKind.OTHER
+    if kind is ErrorKind.OTHER and hasattr(error, "retriable") and error.retriable():
+        kind = ErrorKind.TRANSIENT
+    return kind, text
+
+
+def credentials(settings: ConsumerSettings) -> tuple[str, str]:
+    """Who the client logs in as, and the settings to check when the brokers refuse it."""
+    if settings.sasl_mechanism == "OAUTHBEARER":
+        return (
+            "the OAUTHBEARER token of sasl_oauth_token_provider",
+            "check the token's issuer, audience, scope and lifetime against the brokers' OAUTHBEARER "
+            "settings",
+        )
+    return (
+        f"{settings.sasl_username!r} with {settings.sasl_mechanism}",
+        "check sasl_username, sasl_password and sasl_mechanism",
+    )
 
 
 def translate(exc: BaseException, settings: ConsumerSettings, doing: str) -> StaticConsumerError:
@@ -200,10 +309,8 @@ def error_for(kind: ErrorKind, text: str, settings: ConsumerSettings, doing: str
     """The project error for a classified broker error met while ``doing`` something."""
     text = scrub_for(settings, text)
     if kind is ErrorKind.AUTHENTICATION:
-        return AuthenticationError(
-            f"{doing}: the brokers refused to authenticate {settings.sasl_username!r} with "
-            f"{settings.sasl_mechanism} ({text}); check sasl_username, sasl_password and sasl_mechanism"
-        )
+        who, check = credentials(settings)
+        return AuthenticationError(f"{doing}: the brokers refused to authenticate {who} ({text}); {check}")
     if kind is ErrorKind.AUTHORIZATION:
         return ConfigurationError(
             f"{doing}: the brokers refused ({text}); check security_protocol, sasl_* and ssl_* settings, "
@@ -211,6 +318,11 @@ def error_for(kind: ErrorKind, text: str, settings: ConsumerSettings, doing: str
         )
     if kind is ErrorKind.TLS:
         return ConfigurationError(f"{doing}: {tls_hint(text)}")
+    if kind is ErrorKind.CONFIGURATION:
+        return ConfigurationError(
+            f"{doing}: the client refused its configuration ({text}); check the ssl_* and sasl_* settings "
+            "and the librdkafka passthrough"
+        )
     if kind is ErrorKind.UNSUPPORTED:
         return CapabilityError(f"{doing}: the broker does not support the request ({text})")
     if kind is ErrorKind.UNREACHABLE:
@@ -278,12 +390,10 @@ def _from_describe_groups(group_id: str, raw: Mapping[str, Any]) -> GroupDescrip
 def describe_consumer_protocol(settings: ConsumerSettings, group_id: str) -> GroupDescription:
     """Describe a group through confluent-kafka (ConsumerGroupDescribe for KIP-848 groups)."""
     from confluent_kafka import KafkaException
-    from confluent_kafka.admin import AdminClient
 
     doing = f"describe group {group_id}"
     timeout = settings.connect_timeout_s
-    config: dict[str, Any] = {**admin_config(settings), "logger": _LIBRDKAFKA_LOG}
-    client = AdminClient(config)
+    client = librdkafka_admin(settings, doing)
     try:
         future = client.describe_consumer_groups([group_id], request_timeout=timeout)[group_id]
         desc = future.result(timeout=timeout)
@@ -292,12 +402,7 @@ def describe_consumer_protocol(settings: ConsumerSettings, group_id: str) -> Gro
             f"{doing}: no answer from {settings.bootstrap_servers} within {timeout:g}s"
         ) from None
     except KafkaException as exc:
-        error: Any = exc.args[0] if exc.args else None
-        text = error.str() if hasattr(error, "str") else str(exc)
-        kind = classify(error.code()) if hasattr(error, "code") else ErrorKind.OTHER
-        if kind is ErrorKind.OTHER and hasattr(error, "retriable") and error.retriable():
-            kind = ErrorKind.TRANSIENT
-        raise error_for(kind, text, settings, doing) from None
+        raise error_for(*kafka_exception(exc), settings, doing) from None
     return consumer_group(group_id, desc)
 
 
@@ -348,6 +453,10 @@ __all__ = [
     "CLIENT_ID",
     "Login",
     "check_login",
+    "construction_error",
+    "credentials",
+    "kafka_exception",
+    "librdkafka_admin",
     "failed_login",
     "describe",
     "describe_consumer_protocol",

@@ -26,13 +26,11 @@ import logging
 from collections.abc import Sequence
 from typing import Any
 
-from static_consumer._config import admin_config
 from static_consumer._groups import GroupDescription, GroupMember
 from static_consumer.settings import ConsumerSettings
 from static_consumer.types import TopicPartition
 
 log = logging.getLogger(__name__)
-_LIBRDKAFKA_LOG = logging.getLogger("static_consumer.admin.librdkafka")
 NO_OFFSET = -1  # no committed offset (librdkafka reports OFFSET_INVALID, -1001)
 SESSION_OVERRIDE = "consumer.session.timeout.ms"  # a KIP-848 group's own session timeout
 
@@ -41,12 +39,11 @@ class ConfluentGroupWatch:
     """Looks at this consumer's group through one AdminClient, each look bounded by ``connect_timeout_s``."""
 
     def __init__(self, settings: ConsumerSettings) -> None:
-        from confluent_kafka.admin import AdminClient
+        from static_consumer._broker import librdkafka_admin  # imports this module: imported when used
 
         self._group = settings.group_id
         self._timeout = settings.connect_timeout_s
-        config: dict[str, Any] = {**admin_config(settings), "logger": _LIBRDKAFKA_LOG}
-        self._admin: Any = AdminClient(config)
+        self._admin: Any = librdkafka_admin(settings, f"watch group {settings.group_id}")
 
     def look(self) -> GroupDescription | None:
         """The group as its coordinator describes it now; None when it did not answer in time or refused."""

@@ -34,6 +34,7 @@ class ErrorKind(Enum):
     AUTHENTICATION = "authentication"  # the credentials were refused: the same settings fail again
     AUTHORIZATION = "authorization"  # the principal lacks an ACL
     TLS = "tls"  # the TLS handshake failed (a certificate either side refuses): the same settings fail
+    CONFIGURATION = "configuration"  # the client refused its own configuration: the same settings fail
     UNKNOWN_TOPIC = "unknown_topic"  # the topic (or partition) does not exist (yet)
     UNSUPPORTED = "unsupported"  # the broker lacks the API (version) the call needs
     OTHER = "other"
@@ -134,6 +135,13 @@ _ENTRIES = (
     KafkaCode(-188, "_UNKNOWN_TOPIC", _K.UNKNOWN_TOPIC, False, "the topic is not in the cluster metadata"),
     KafkaCode(-193, "_RESOLVE", _K.UNREACHABLE, True, "a broker host name did not resolve"),
     KafkaCode(-187, "_ALL_BROKERS_DOWN", _K.UNREACHABLE, True, "no broker is reachable"),
+    KafkaCode(
+        -186,
+        "_INVALID_ARG",
+        _K.CONFIGURATION,
+        False,
+        "a client refused its configuration when built (e.g. a TLS key it cannot load)",
+    ),
     KafkaCode(-185, "_TIMED_OUT", _K.TRANSIENT, True, "the operation timed out"),
     KafkaCode(
         -181,

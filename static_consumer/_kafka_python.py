@@ -24,6 +24,7 @@ from kafka.admin import KafkaAdminClient
 
 from static_consumer._config import kafka_python_config
 from static_consumer._kafka_codes import CODES, ErrorKind, classify
+from static_consumer._oauth import first_token, token_error, token_source
 from static_consumer._secrets import scrubbed_logs, secrets_of
 from static_consumer._tls import check_tls_files
 from static_consumer.settings import ConsumerSettings
@@ -55,7 +56,8 @@ def kind_of_text(text: str) -> ErrorKind:
 def admin_client(settings: ConsumerSettings, client_id: str) -> Iterator[Any]:
     """A KafkaAdminClient for ``settings``, closed on exit (also when its bootstrap fails).
 
-    Raises kafka-python errors (a refused SASL login mostly as a bootstrap timeout, see module docs).
+    Raises kafka-python errors (a refused SASL login mostly as a bootstrap timeout, see module docs), or
+    AuthenticationError when the OAUTHBEARER provider gives no usable token.
     """
     check_tls_files(settings)  # never let OpenSSL prompt for a key password on the terminal
     created: list[Any] = []
@@ -68,11 +70,19 @@ def admin_client(settings: ConsumerSettings, client_id: str) -> Iterator[Any]:
         return client
 
     cfg = kafka_python_config(settings) | {"client_id": client_id, "kafka_client": recording_factory}
+    first_token(cfg, settings)  # a provider that gives no token ends here, with its reason
+    tokens = token_source(cfg)
     with scrubbed_logs(secrets_of(settings)):
         admin = None
         try:
             admin = KafkaAdminClient(**cfg)
             yield admin
+        except kafka_errors.KafkaError:
+            # kafka-python turns a provider failing at a later login into a failed connection.
+            lost = tokens.lost() if tokens is not None else None
+            if lost is not None:
+                raise token_error(settings, lost) from None
+            raise
         finally:
             if admin is not None:
                 admin.close()

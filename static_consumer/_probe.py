@@ -15,7 +15,7 @@ from typing import Any
 import kafka.errors as kafka_errors
 from kafka.admin import ConfigResource, ConfigResourceType
 
-from static_consumer._broker import explain, failed_login, tls_hint
+from static_consumer._broker import credentials, explain, failed_login, tls_hint
 from static_consumer._kafka_codes import ErrorKind
 from static_consumer._kafka_python import admin_client, kind_of
 from static_consumer._secrets import scrub_for
@@ -59,7 +59,9 @@ def probe(settings: ConsumerSettings) -> BrokerCapabilities:
 
 def _log_in_first(settings: ConsumerSettings) -> None:
     """With SASL, a wrong password ends the start at the brokers' first refusal; with TLS, a certificate
-    either side refuses ends it at the failed handshake (``failed_login``)."""
+    either side refuses ends it at the failed handshake, and a PLAINTEXT client on a TLS port at the
+    broker's disconnect (``failed_login``). A TLS file no client can load, or an OAUTHBEARER provider
+    that gives no token, ends it before any connection."""
     failed = failed_login(settings)
     if failed is not None:
         kind, text = failed
@@ -73,10 +75,10 @@ def _log_in_first(settings: ConsumerSettings) -> None:
 def _error(exc: kafka_errors.KafkaError, settings: ConsumerSettings) -> StaticConsumerError:
     kind = kind_of(exc)
     if kind is ErrorKind.AUTHENTICATION:
+        who, check = credentials(settings)
         return AuthenticationError(
-            f"the brokers at {settings.bootstrap_servers} refused to authenticate "
-            f"{settings.sasl_username!r} with {settings.sasl_mechanism} over {settings.security_protocol} "
-            f"({_scrub(exc, settings)}); check sasl_username, sasl_password and sasl_mechanism"
+            f"the brokers at {settings.bootstrap_servers} refused to authenticate {who} over "
+            f"{settings.security_protocol} ({_scrub(exc, settings)}); {check}"
         )
     if kind is ErrorKind.AUTHORIZATION:
         return ConfigurationError(

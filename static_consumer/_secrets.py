@@ -10,7 +10,7 @@ from __future__ import annotations
 import logging
 import threading
 from collections import deque
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import TYPE_CHECKING
 
@@ -18,6 +18,7 @@ if TYPE_CHECKING:
     from static_consumer.settings import ConsumerSettings
 
 REDACTED = "**********"
+MIN_LEARNED = 8  # the shortest value SecretFilter.add learns
 _SECRET_MARKERS = ("password", "secret", "token", "key", "credential", "jaas", "oauthbearer.config")
 
 
@@ -42,11 +43,20 @@ def redact_url_params(url: str) -> str:
 
 
 def secrets_of(settings: ConsumerSettings) -> tuple[str, ...]:
-    """The secret values configured in ``settings`` (non-empty ones): what :func:`scrub` must mask."""
+    """The secret values configured in ``settings`` (non-empty ones): what :func:`scrub` must mask.
+    OAUTHBEARER tokens are not configured but handed out while clients run: :data:`ISSUED_TOKENS`."""
     values = (settings.sasl_password, settings.ssl_key_password)
     from_fields = [v.get_secret_value() for v in values if v is not None and v.get_secret_value()]
     passthrough = [str(v) for k, v in settings.librdkafka.items() if is_secret_key(k) and str(v)]
     return tuple(from_fields + passthrough)
+
+
+def env_secrets(environ: Mapping[str, str], prefix: str = "STATIC_CONSUMER_") -> tuple[str, ...]:
+    """The values of secret-looking ``prefix`` variables (``STATIC_CONSUMER_SASL_PASSWORD``, ...): what a
+    command must mask before it has (or when it could not build) settings."""
+    return tuple(
+        v for k, v in environ.items() if k.startswith(prefix) and is_secret_key(k[len(prefix) :]) and v
+    )
 
 
 def scrub(text: str, secrets: Sequence[str]) -> str:
@@ -60,8 +70,9 @@ def scrub(text: str, secrets: Sequence[str]) -> str:
 
 
 def scrub_for(settings: ConsumerSettings, text: str) -> str:
-    """``text`` with every secret configured in ``settings`` masked."""
-    return scrub(text, secrets_of(settings))
+    """``text`` with every secret configured in ``settings`` and every OAUTHBEARER token handed out
+    (:data:`ISSUED_TOKENS`) masked."""
+    return ISSUED_TOKENS.scrub(scrub(text, secrets_of(settings)))
 
 
 class SecretFilter(logging.Filter):
@@ -77,9 +88,19 @@ class SecretFilter(logging.Filter):
         self._secrets: deque[str] = deque(secrets, maxlen=keep)
 
     def add(self, value: str) -> None:
+        """Learn ``value``. Values shorter than :data:`MIN_LEARNED` are not learned: no real token is
+        that short, and masking every "t1" in every text would garble messages instead."""
+        if len(value) < MIN_LEARNED:
+            return
         with self._lock:
             if value not in self._secrets:
                 self._secrets.append(value)
+
+    def scrub(self, text: str) -> str:
+        """``text`` with every secret this filter knows masked."""
+        with self._lock:
+            secrets = tuple(self._secrets)
+        return scrub(text, secrets)
 
     def filter(self, record: logging.LogRecord) -> bool:
         with self._lock:
@@ -134,6 +155,7 @@ __all__ = [
     "ISSUED_TOKENS",
     "REDACTED",
     "SecretFilter",
+    "env_secrets",
     "install_filter",
     "is_secret_key",
     "redact_items",

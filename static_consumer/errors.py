@@ -5,7 +5,8 @@
     StaticConsumerError                 base class; ``retriable`` and ``exit_code`` are data
     ├── ConfigurationError              the settings or identity are wrong: change them (exit 78)
     │   ├── InvalidInstanceIdError      group.instance.id breaks Kafka's rules or would not be stable
-    │   ├── AuthenticationError         the brokers refused the credentials (SASL): not retried
+    │   ├── AuthenticationError         the brokers refused the credentials (SASL), or the OAUTHBEARER
+    │   │                               provider gave no token: not retried
     │   ├── MissingTopicError           a subscribed topic still did not exist after missing_topic_timeout_s
     │   └── UnknownInstanceIdError      an operator named an instance id that is not in the group
     ├── CapabilityError                 the broker cannot do what the settings require (exit 69)
@@ -63,11 +64,16 @@ class InvalidInstanceIdError(ConfigurationError):
 
 
 class AuthenticationError(ConfigurationError):
-    """The brokers refused to authenticate the client (wrong SASL password, user or mechanism).
+    """The client cannot authenticate: the brokers refused the credentials (wrong SASL password, user or
+    mechanism, a token they reject), or the OAUTHBEARER ``sasl_oauth_token_provider`` gave no usable
+    token (it raised, returned an expired token, or did not return within ``connect_timeout_s``; while
+    running: the last token expired with the provider still failing).
 
     Not retriable: the same credentials are refused again, so the client gives up on the first refusal
-    instead of waiting out ``connect_timeout_s`` (the Java client treats it the same way). The message
-    names the user and mechanism, never the password.
+    instead of waiting out ``connect_timeout_s`` (the Java client treats it the same way); the library
+    cannot tell a provider that will never work from an identity provider that is briefly down, so it
+    does not retry the provider either. The message names the user and mechanism or the provider's
+    reason, never a password or token.
     """
 
     kafka_error_code = SASL_AUTHENTICATION_FAILED

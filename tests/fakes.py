@@ -9,8 +9,10 @@ that still owns partitions runs the revoke callback first.
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from static_consumer._core.seam import AdapterError, PollError, RebalanceCallback
@@ -23,6 +25,10 @@ from static_consumer._kafka_codes import (
     UNRELEASED_INSTANCE_ID,
 )
 from static_consumer.capabilities import BrokerCapabilities
+from static_consumer.consumer import StaticConsumer
+from static_consumer.events import FatalError, MembershipListener
+from static_consumer.settings import ConsumerSettings
+from static_consumer.telemetry import EventLog
 from static_consumer.types import Record, RecordBatch, RecordList, TopicPartition
 
 FENCED_TEXT = (
@@ -305,9 +311,7 @@ def holder(
     host: str = "10.0.0.7",
 ) -> GroupMember:
     """A member holding ``instance_id``, as ConsumerGroupDescribe lists it."""
-    return GroupMember(
-        member_id, instance_id, "rdkafka", host, None, tuple(tp(p) for p in partitions)
-    )
+    return GroupMember(member_id, instance_id, "rdkafka", host, None, tuple(tp(p) for p in partitions))
 
 
 def group_look(*members: GroupMember, coordinator: int | None = 1) -> GroupDescription:
@@ -362,3 +366,32 @@ class FakeTime:
     def sleep(self, seconds: float) -> None:
         self.sleeps.append(seconds)
         self.now += seconds
+
+
+class FatalEvents(MembershipListener):
+    """The FatalError events a consumer emitted."""
+
+    def __init__(self) -> None:
+        self.events: list[FatalError] = []
+
+    def on_fatal(self, event: FatalError) -> None:
+        self.events.append(event)
+
+
+@contextmanager
+def logged_consumer(
+    settings: ConsumerSettings, factory: FakeFactory, event_log: Path
+) -> Iterator[tuple[StaticConsumer, FatalEvents]]:
+    """A started StaticConsumer (pod ``orders-0``, modern brokers) over ``factory``, writing the JSONL
+    event log to ``event_log``, with its FatalError events collected; closed after the block."""
+    fatal = FatalEvents()
+    with EventLog(event_log, look_up_held=False) as log_listener:
+        consumer = StaticConsumer(
+            settings,
+            listeners=[fatal, log_listener],
+            env={"POD_NAME": "orders-0"},
+            adapter_factory=factory,
+            probe=lambda _s: MODERN,
+        )
+        with consumer:
+            yield consumer, fatal

@@ -223,3 +223,29 @@ def test_group_level_errors_say_whether_to_retry(fake: list[FakeAdmin], error: s
     fake.append(FakeAdmin({"group_state": "Dead", "members": [], "error": error}))
     with pytest.raises(kind):
         admin.describe_group(settings())
+
+
+def test_the_login_check_notes_brokers_that_hung_up_during_apiversions() -> None:
+    """librdkafka 2.16's log line when Kafka's TLS listener hangs up on a PLAINTEXT client (measured on
+    Kafka 4.3); a refused connection is not one."""
+    from static_consumer._broker import _LoginLog
+
+    log = _LoginLog()
+    thread = "[thrd:127.0.0.1:35165/bootstrap]"
+    log.log(
+        20,
+        "%s [%s] %s",
+        "FAIL",
+        "rdkafka#producer-4",
+        f"{thread}: 127.0.0.1:35165/bootstrap: Disconnected: connection closed by peer: receive 0 after "
+        "POLLIN (after 2ms in state APIVERSION_QUERY)",
+    )
+    log.log(
+        20,
+        "%s [%s] %s",
+        "FAIL",
+        "rdkafka#producer-4",
+        "[thrd:127.0.0.1:1/bootstrap]: 127.0.0.1:1/bootstrap: Connect to ipv4#127.0.0.1:1 failed: "
+        "Connection refused (after 0ms in state CONNECT)",
+    )
+    assert log.hung_up == [("127.0.0.1", 35165)]

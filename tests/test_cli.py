@@ -118,6 +118,45 @@ def test_settings_come_from_the_environment_and_flags_override(monkeypatch: pyte
     assert second.sasl_password is not None and second.sasl_password.get_secret_value() == "s3cret"
 
 
+def test_tls_flags_reach_the_settings_hostname_checks_included(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("STATIC_CONSUMER_SECURITY_PROTOCOL", "SSL")
+    monkeypatch.setenv("STATIC_CONSUMER_SSL_ENDPOINT_IDENTIFICATION", "false")
+    rec = Recorder(audit_group=healthy_audit())
+    tls = [
+        "--ssl-ca-location",
+        "/ca.pem",
+        "--ssl-certificate-location",
+        "/c.pem",
+        "--ssl-key-location",
+        "/k.pem",
+    ]
+    assert run(["describe", "orders", *tls], rec)[0] == 0
+    assert run(["describe", "orders", "--ssl-endpoint-identification"], rec)[0] == 0
+    monkeypatch.setenv("STATIC_CONSUMER_SSL_ENDPOINT_IDENTIFICATION", "true")
+    assert run(["describe", "orders", "--no-ssl-endpoint-identification"], rec)[0] == 0
+    first, second, third = (settings for _, settings, _, _ in rec.calls)
+    assert (first.ssl_ca_location, first.ssl_certificate_location, first.ssl_key_location) == (
+        "/ca.pem",
+        "/c.pem",
+        "/k.pem",
+    )
+    assert [s.ssl_endpoint_identification for s in (first, second, third)] == [False, True, False]
+
+
+def test_an_unexpected_error_never_shows_a_password_from_the_environment(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("STATIC_CONSUMER_SECURITY_PROTOCOL", "SASL_SSL")
+    monkeypatch.setenv("STATIC_CONSUMER_SASL_MECHANISM", "PLAIN")
+    monkeypatch.setenv("STATIC_CONSUMER_SASL_USERNAME", "api-key")
+    monkeypatch.setenv("STATIC_CONSUMER_SASL_PASSWORD", "api-secret-Qw19")
+    failing = Recorder(audit_group=RuntimeError("login as api-key:api-secret-Qw19 failed"))
+    code, out, err = run(["describe", "orders"], failing)
+    assert code == 70 and "login as api-key:**********" in err
+    code, doc = run_json(["describe", "orders"], failing)
+    assert "api-secret-Qw19" not in json.dumps(doc)
+
+
 def test_no_group_anywhere_is_a_configuration_error() -> None:
     code, doc = run_json(["describe"], Recorder())
     assert code == 78 and "STATIC_CONSUMER_GROUP_ID" in doc["error"]["message"]

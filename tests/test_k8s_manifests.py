@@ -1,20 +1,30 @@
 """The Kubernetes kit in examples/ fits the library: every variable the manifests set is one the library
 reads, the values validate, the timeouts hold together, readiness matches the app, the Job's command is
-one the CLI accepts and targets the StatefulSet's own pods."""
+one the CLI accepts and targets the StatefulSet's own pods. The secured kits (SASL_SSL PLAIN, SCRAM,
+mutual TLS, OAUTHBEARER) keep secrets in Secrets, mount every file they name, load through the app's own
+settings loader, and the TLS scale-down Job reaches the cluster as their consumers do."""
 
 from __future__ import annotations
 
+import base64
 import importlib.util
+import json
+import os
 import re
 import subprocess
+import sys
+import threading
 from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml  # type: ignore[import-untyped]
 
+from static_consumer._config import admin_config
+from static_consumer._oauth import first_token
 from static_consumer.admin._ordinals import ordinal_of, ordinal_pattern
 from static_consumer.admin.cli import build_parser
+from static_consumer.errors import AuthenticationError
 from static_consumer.identity import INSTANCE_ID_ENV, POD_NAME_ENVS, resolve_identity
 from static_consumer.settings import ConsumerSettings
 
@@ -105,12 +115,17 @@ def test_grace_period_covers_the_shutdown_and_the_session_timeout_covers_a_resta
     assert grace_s < restart_s <= session_s, "a restart would expire the member and rebalance the group"
 
 
-def test_readiness_probe_tests_the_file_the_app_writes() -> None:
+def consumer_app() -> Any:
+    """examples/consumer_app.py as a module."""
     spec = importlib.util.spec_from_file_location("consumer_app", EXAMPLES / "consumer_app.py")
     assert spec is not None and spec.loader is not None
     app = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(app)
+    return app
 
+
+def test_readiness_probe_tests_the_file_the_app_writes() -> None:
+    app = consumer_app()
     container = consumer()
     ready_file = env_of(container)[app.READY_FILE_ENV]
     assert container["readinessProbe"]["exec"]["command"] == ["test", "-f", ready_file]
@@ -192,54 +207,181 @@ def test_init_script_scales_then_waits_for_exactly_the_dropped_pods(tmp_path: Pa
     assert waited == [f"{name}-{k}" for k in range(replicas, 4)]
 
 
-# ------------------------------------------------------------------------------ secured cluster kit
-SECURE = load("statefulset-tls.yaml")
+# ------------------------------------------------------------------------------ secured cluster kits
+# file -> (security_protocol, sasl_mechanism, the variables that must come from a Secret)
+SECURE_KITS = {
+    "statefulset-sasl-plain.yaml": ("SASL_SSL", "PLAIN", {"STATIC_CONSUMER_SASL_PASSWORD"}),
+    "statefulset-tls.yaml": ("SASL_SSL", "SCRAM-SHA-512", {"STATIC_CONSUMER_SASL_PASSWORD"}),
+    "statefulset-mtls.yaml": ("SSL", None, {"STATIC_CONSUMER_SSL_KEY_PASSWORD"}),
+    "statefulset-oauth.yaml": ("SASL_SSL", "OAUTHBEARER", {"OAUTH_CLIENT_SECRET"}),
+}
+TLS_JOB = load("scale-down-job-tls.yaml")
 DOCS = EXAMPLES.parent / "docs" / "security.md"
+SECRET_WORDS = ("PASSWORD", "SECRET")
 
 
-def secure_env() -> tuple[dict[str, str], dict[str, Any]]:
-    """The consumer's ConfigMap values and its other variables (literal values and valueFrom specs)."""
-    (container,) = containers(SECURE["StatefulSet"])
+def kit_env(kit: dict[str, dict[str, Any]], container: dict[str, Any]) -> dict[str, Any]:
+    """A container's environment in ``kit``: its ConfigMap's values, then literal values and valueFrom."""
     (source,) = container["envFrom"]
-    assert source["configMapRef"]["name"] == SECURE["ConfigMap"]["metadata"]["name"]
-    config = {k: str(v) for k, v in SECURE["ConfigMap"]["data"].items()}
-    return config, {var["name"]: var.get("value", var.get("valueFrom")) for var in container["env"]}
+    assert source["configMapRef"]["name"] == kit["ConfigMap"]["metadata"]["name"]
+    config = {k: str(v) for k, v in kit["ConfigMap"]["data"].items()}
+    return config | {var["name"]: var.get("value", var.get("valueFrom")) for var in container.get("env", [])}
 
 
-def test_the_secured_statefulset_sets_only_variables_the_library_reads() -> None:
-    config, env = secure_env()
-    names = {n for n in [*config, *env] if n.startswith(PREFIX)}
+def mounted_secret_files(pod_spec: dict[str, Any], container: dict[str, Any]) -> set[str]:
+    """Every file path ``container`` sees from a Secret volume, read-only."""
+    volumes = {v["name"]: v for v in pod_spec.get("volumes", [])}
+    paths = set()
+    for mount in container.get("volumeMounts", []):
+        secret = volumes[mount["name"]].get("secret")
+        if secret is not None:
+            assert mount.get("readOnly") is True, mount
+            paths |= {f"{mount['mountPath'].rstrip('/')}/{item['path']}" for item in secret["items"]}
+    return paths
+
+
+def secured_consumer(name: str) -> tuple[dict[str, dict[str, Any]], dict[str, Any]]:
+    kit = load(name)
+    (container,) = containers(kit["StatefulSet"])
+    return kit, container
+
+
+@pytest.mark.parametrize("name", list(SECURE_KITS))
+def test_a_secured_statefulset_sets_only_variables_its_app_reads_and_keeps_secrets_in_secrets(
+    name: str,
+) -> None:
+    kit, container = secured_consumer(name)
+    env = kit_env(kit, container)
+    names = {n for n in env if n.startswith(PREFIX)}
     assert names <= library_env_names(), f"unknown variables: {sorted(names - library_env_names())}"
-    assert not [n for n in config if "PASSWORD" in n], "secrets belong in a Secret, not the ConfigMap"
+    assert not [n for n in kit["ConfigMap"]["data"] if any(w in n for w in SECRET_WORDS)]
+    from_secrets = {n for n, v in env.items() if isinstance(v, dict) and "secretKeyRef" in v}
+    secret_like = {n for n in env if any(w in n for w in SECRET_WORDS)}
+    assert secret_like == from_secrets == SECURE_KITS[name][2]
 
 
-def test_the_secured_statefulset_is_a_valid_configuration(monkeypatch: pytest.MonkeyPatch) -> None:
-    config, env = secure_env()
-    for key, value in config.items():
-        monkeypatch.setenv(key, value)
-    for name, value in env.items():
+@pytest.mark.parametrize("name", list(SECURE_KITS))
+def test_a_secured_statefulset_is_a_valid_configuration_for_its_app(
+    name: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The app's own settings loader (examples/consumer_app.py), OAUTHBEARER's token provider included."""
+    kit, container = secured_consumer(name)
+    for key in [k for k in os.environ if k.startswith((PREFIX, "OAUTH_"))]:
+        monkeypatch.delenv(key)
+    for key, value in kit_env(kit, container).items():
         if isinstance(value, dict) and "secretKeyRef" in value:
-            monkeypatch.setenv(name, f"from-secret-{value['secretKeyRef']['key']}")
-    settings = ConsumerSettings.load()
-    assert (settings.security_protocol, settings.sasl_mechanism) == ("SASL_SSL", "SCRAM-SHA-512")
-    assert settings.sasl_password is not None and settings.ssl_endpoint_identification
-    assert env["STATIC_CONSUMER_SASL_PASSWORD"]["secretKeyRef"]["key"] == "password"
-
-
-def test_every_file_setting_points_into_a_mounted_secret() -> None:
-    config, _ = secure_env()
-    (container,) = containers(SECURE["StatefulSet"])
-    volumes = {v["name"]: v for v in SECURE["StatefulSet"]["spec"]["template"]["spec"]["volumes"]}
-    paths = [v for k, v in config.items() if k.endswith("_LOCATION")]
-    assert paths, "the example mounts the CA certificate"
-    for path in paths:
-        mount = next(
-            m for m in container["volumeMounts"] if path.startswith(m["mountPath"].rstrip("/") + "/")
+            value = f"from-secret-{value['secretKeyRef']['key']}"
+        if isinstance(value, str):
+            monkeypatch.setenv(key, value)
+    monkeypatch.syspath_prepend(str(EXAMPLES))  # the image puts oauth_tokens.py next to the app
+    settings = consumer_app().load_settings()
+    protocol, mechanism, _ = SECURE_KITS[name]
+    assert (settings.security_protocol, settings.sasl_mechanism) == (protocol, mechanism)
+    assert settings.ssl_endpoint_identification and settings.static_policy == "require"
+    if mechanism == "OAUTHBEARER":
+        tokens = settings.sasl_oauth_token_provider
+        assert tokens is not None and type(tokens).__name__ == "ClientCredentialsTokens"
+        assert "from-secret" not in repr(tokens) and repr(tokens).startswith(
+            "ClientCredentialsTokens('https://"
         )
-        assert mount.get("readOnly") is True
-        secret = volumes[mount["name"]]["secret"]  # a Secret volume, not a ConfigMap or emptyDir
-        relative = path[len(mount["mountPath"].rstrip("/")) + 1 :]
-        assert relative in [item["path"] for item in secret["items"]], f"{path} is not in {secret}"
+    elif mechanism is not None:
+        assert settings.sasl_password is not None and settings.sasl_username
+
+
+@pytest.mark.parametrize("name", list(SECURE_KITS))
+def test_every_file_setting_of_a_secured_statefulset_points_into_a_mounted_secret(name: str) -> None:
+    kit, container = secured_consumer(name)
+    paths = {v for k, v in kit_env(kit, container).items() if k.endswith("_LOCATION")}
+    files = mounted_secret_files(kit["StatefulSet"]["spec"]["template"]["spec"], container)
+    assert paths <= files, f"not mounted from a Secret: {sorted(paths - files)}"
+    if SECURE_KITS[name][0] == "SSL":
+        assert {"STATIC_CONSUMER_SSL_CERTIFICATE_LOCATION", "STATIC_CONSUMER_SSL_KEY_LOCATION"} <= set(
+            kit["ConfigMap"]["data"]
+        ), "mutual TLS mounts the client certificate and key"
+
+
+def test_the_tls_scale_down_job_reaches_the_cluster_as_the_secured_consumers_do() -> None:
+    """The Job's container takes the StatefulSet's ConfigMap, the same Secret variables and the same
+    Secret files; its command is one the CLI accepts; RBAC and the init step are the plain Job's."""
+    kit, consumer_container = secured_consumer("statefulset-tls.yaml")
+    (leave,) = containers(TLS_JOB["Job"])
+    job_env, sts_env = kit_env(kit, leave), kit_env(kit, consumer_container)
+    secret_vars = {n: v for n, v in sts_env.items() if isinstance(v, dict) and "secretKeyRef" in v}
+    assert secret_vars and all(job_env.get(n) == v for n, v in secret_vars.items())
+    paths = {v for k, v in job_env.items() if k.endswith("_LOCATION")}
+    assert paths and paths <= mounted_secret_files(TLS_JOB["Job"]["spec"]["template"]["spec"], leave)
+    argv = [re.sub(r"\$\((\w+)\)", lambda m: str(job_env[m.group(1)]), a) for a in leave["command"]]
+    args = build_parser().parse_args(argv[1:])
+    name = kit["StatefulSet"]["metadata"]["name"]
+    assert (argv[0], args.command, args.statefulset) == ("static-consumer", "scale-down", name)
+    for kind in ("ServiceAccount", "Role", "RoleBinding"):
+        assert TLS_JOB[kind] == JOB[kind], kind
+    assert containers(TLS_JOB["Job"], init=True) == containers(JOB["Job"], init=True)
+
+
+def test_the_oauth_example_provider_fetches_caches_and_fails_with_its_reason() -> None:
+    """examples/oauth_tokens.py against a local token endpoint: HTTP basic client authentication, one
+    request per token until 80% of its lifetime, and a refused client an AuthenticationError through the
+    library that names the HTTP error and never the secret."""
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    sys.path.insert(0, str(EXAMPLES))
+    try:
+        from oauth_tokens import ClientCredentialsTokens
+    finally:
+        sys.path.remove(str(EXAMPLES))
+    requests: list[tuple[str, str]] = []
+    good = "Basic " + base64.b64encode(b"orders-consumer:client-secret-Hv72").decode()
+
+    class TokenEndpoint(BaseHTTPRequestHandler):
+        def do_POST(self) -> None:  # noqa: N802 - http.server's naming
+            body = self.rfile.read(int(self.headers["Content-Length"])).decode()
+            requests.append((self.headers["Authorization"], body))
+            ok = self.headers["Authorization"] == good
+            answer = {"access_token": f"tok-{len(requests)}-abcdefgh", "expires_in": 300} if ok else {}
+            self.send_response(200 if ok else 401)
+            self.send_header("Content-Type", "application/json")
+            self.end_headers()
+            self.wfile.write(json.dumps(answer).encode())
+
+        def log_message(self, *args: Any) -> None:
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), TokenEndpoint)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    url = f"http://127.0.0.1:{server.server_address[1]}/token"
+    now = [1000.0]
+    try:
+        tokens = ClientCredentialsTokens(
+            url, "orders-consumer", "client-secret-Hv72", scope="kafka", clock=lambda: now[0]
+        )
+        first = tokens()
+        assert (first.value, first.expires_at, first.principal) == (
+            "tok-1-abcdefgh",
+            1300.0,
+            "orders-consumer",
+        )
+        now[0] += 200
+        assert tokens().value == "tok-1-abcdefgh"  # cached: 200 s of 300 is under 80%
+        now[0] += 41
+        assert tokens().value == "tok-2-abcdefgh"  # past 80%: a new one
+        assert [body for _, body in requests] == ["grant_type=client_credentials&scope=kafka"] * 2
+
+        refused = ClientCredentialsTokens(url, "orders-consumer", "wrong-secret-Pz31", timeout_s=5.0)
+        settings = ConsumerSettings(
+            bootstrap_servers="127.0.0.1:9093",
+            group_id="orders",
+            security_protocol="SASL_SSL",
+            sasl_mechanism="OAUTHBEARER",
+            sasl_oauth_token_provider=refused,
+        )
+        with pytest.raises(AuthenticationError) as caught:
+            first_token(admin_config(settings), settings)
+        assert "raised HTTPError: HTTP Error 401" in str(caught.value)
+        assert "wrong-secret-Pz31" not in str(caught.value) + repr(refused) + repr(settings)
+    finally:
+        server.shutdown()
+        server.server_close()
 
 
 def test_the_security_recipes_use_only_variables_the_library_reads() -> None:
@@ -248,3 +390,5 @@ def test_the_security_recipes_use_only_variables_the_library_reads() -> None:
     assert names and names <= library_env_names(), sorted(names - library_env_names())
     for block in re.findall(r"```yaml\n(.*?)```", text, flags=re.S):
         yaml.safe_load(block)  # every snippet is valid YAML
+    for name in [*SECURE_KITS, "scale-down-job-tls.yaml"]:
+        assert f"examples/{name}" in text, f"docs/security.md does not point to {name}"

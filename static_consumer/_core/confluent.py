@@ -177,7 +177,10 @@ class ConfluentAdapter:
         cfg: dict[str, Any] = dict(config)
         cfg["error_cb"] = self._on_error
         cfg["logger"] = LIBRDKAFKA_LOGGER
-        self._consumer = confluent_kafka.Consumer(cfg)
+        try:
+            self._consumer = confluent_kafka.Consumer(cfg)
+        except confluent_kafka.KafkaException as exc:  # e.g. a TLS key it cannot load (-186)
+            raise _raise(exc) from None
         # Every topic (or "^pattern") this client was ever told to read, and the one topic every message
         # comes from when that is a single named topic: batches then skip building a topic per message.
         # Never narrowed: after a new subscription or assignment, librdkafka may still hand out queued

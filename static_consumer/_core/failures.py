@@ -7,12 +7,15 @@ commit) and words the exceptions: what happened and what to do.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 from collections.abc import Callable, Mapping
 
 from static_consumer._core.seam import PollError
 from static_consumer._core.session import Session, State
 from static_consumer._kafka_codes import ErrorKind, name_of
+from static_consumer._oauth import token_lost_error
+from static_consumer._secrets import scrub_for
 from static_consumer.errors import (
     CommitFailedError,
     FatalConsumerError,
@@ -23,6 +26,7 @@ from static_consumer.errors import (
     UnreleasedInstanceIdError,
 )
 from static_consumer.events import FatalError, Fenced
+from static_consumer.settings import ConsumerSettings
 from static_consumer.types import TopicPartition
 
 log = logging.getLogger(__name__)
@@ -42,8 +46,17 @@ def is_transient(error: PollError) -> bool:
     return error.retriable or error.kind in (ErrorKind.TRANSIENT, ErrorKind.UNREACHABLE)
 
 
+def scrubbed(settings: ConsumerSettings, error: PollError) -> PollError:
+    """``error`` with every configured secret and OAUTHBEARER token masked in its reason: what the core
+    does before a client's error text reaches a log record, an exception or an event (librdkafka's
+    texts are not known to quote secrets, but a passthrough setting or a broker message could)."""
+    reason = scrub_for(settings, error.reason)
+    return error if reason == error.reason else dataclasses.replace(error, reason=reason)
+
+
 def die(session: Session, error: PollError) -> StaticConsumerError:
     """End the session after a fatal error (FENCED or FAILED) and build the exception to raise."""
+    error = scrubbed(session.settings, error)
     fenced = is_fencing(error, after_join=session.state is State.RUNNING)
     instance_id, group_id = session.instance_id, session.settings.group_id
     exc: StaticConsumerError
@@ -68,6 +81,20 @@ def die(session: Session, error: PollError) -> StaticConsumerError:
     event = Fenced if fenced else FatalError
     session.dispatch.emit(event(**session.event_fields(), error=error.reason))
     return exc
+
+
+def check_token(session: Session) -> None:
+    """End the session with AuthenticationError once the OAUTHBEARER token expired while the provider
+    kept failing. Until then librdkafka keeps the current token and asks the provider again every 10 s,
+    so the retries are bounded by the last token's remaining lifetime (docs/security.md)."""
+    reason = session.token_lost()
+    if reason is None:
+        return
+    exc = token_lost_error(session.settings, reason)  # masked: never a token or a password
+    session.end(State.FAILED, exc)
+    log.error("%s", exc)
+    session.dispatch.emit(FatalError(**session.event_fields(), error=str(exc)))
+    raise exc
 
 
 def recover_or_die(session: Session, error: PollError, handle: Callable[[PollError], object]) -> None:
@@ -140,11 +167,13 @@ def _cause(error: PollError) -> str:
 
 
 __all__ = [
+    "check_token",
     "commit_error",
     "die",
     "is_fencing",
     "is_transient",
     "protocol_mismatch_error",
     "recover_or_die",
+    "scrubbed",
     "unreleased_error",
 ]

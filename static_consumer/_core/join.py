@@ -1,5 +1,5 @@
 """Joining: from settings to a join plan (identity, capability gate, static decision, client config),
-and what the coordinator still holds for this instance id.
+the client built from it, and what the coordinator still holds for this instance id.
 
 ``plan_join`` runs before any librdkafka consumer exists, so a consumer that cannot be static (under
 policy 'require') never joins the group at all.
@@ -12,9 +12,18 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
 from static_consumer._config import ConfigValue, consumer_config
+from static_consumer._core.seam import AdapterError, ConsumerAdapter, PollError
+from static_consumer._kafka_codes import ErrorKind
+from static_consumer._oauth import first_token, token_error, token_source
+from static_consumer._secrets import scrub_for
 from static_consumer._tls import check_tls_files
 from static_consumer.capabilities import BrokerCapabilities, StaticDecision, decide
-from static_consumer.errors import ConfigurationError
+from static_consumer.errors import (
+    AuthenticationError,
+    ConfigurationError,
+    FatalConsumerError,
+    StaticConsumerError,
+)
 from static_consumer.events import HeldAssignment
 from static_consumer.identity import Identity, resolve_identity
 from static_consumer.settings import ConsumerSettings
@@ -77,6 +86,38 @@ def plan_join(settings: ConsumerSettings, env: Mapping[str, str], probe: Prober)
     return JoinPlan(identity, caps, decision, consumer_config(settings, instance_id))
 
 
+def build_client(
+    settings: ConsumerSettings,
+    config: dict[str, ConfigValue],
+    factory: Callable[[dict[str, ConfigValue]], ConsumerAdapter],
+) -> ConsumerAdapter:
+    """The consumer client for ``config``: with OAUTHBEARER its first token is fetched first, within
+    ``connect_timeout_s`` (confluent-kafka would wait a fixed 10 s in the constructor for a provider
+    that failed, then raise without its reason); a client that cannot be built is a project error."""
+    first_token(config, settings)
+    try:
+        return factory(config)
+    except AdapterError as exc:
+        raise _refused(settings, config, exc.error) from None
+
+
+def _refused(
+    settings: ConsumerSettings, config: dict[str, ConfigValue], error: PollError
+) -> StaticConsumerError:
+    source = token_source(config)
+    if source is not None and source.failure is not None:
+        return token_error(settings, source.failure)
+    text = scrub_for(settings, f"{error.name}: {error.reason}")
+    if error.kind is ErrorKind.AUTHENTICATION:
+        return AuthenticationError(f"the consumer could not log in ({text}); check the sasl_* settings")
+    if error.kind in (ErrorKind.CONFIGURATION, ErrorKind.TLS):
+        return ConfigurationError(
+            f"the consumer client refused its configuration ({text}); check the ssl_* and sasl_* "
+            "settings and the librdkafka passthrough"
+        )
+    return FatalConsumerError(f"the consumer client could not be created ({text})")
+
+
 def _identity(settings: ConsumerSettings, env: Mapping[str, str]) -> Identity | None:
     try:
         return resolve_identity(
@@ -127,4 +168,4 @@ def _ask(settings: ConsumerSettings, instance_id: str) -> HeldAssignment | None:
     return HeldAssignment(held=True, partitions=member.assignment, group_state=group.state)
 
 
-__all__ = ["HeldLookup", "JoinPlan", "Prober", "held_lookup", "plan_join", "probe_broker"]
+__all__ = ["HeldLookup", "JoinPlan", "Prober", "build_client", "held_lookup", "plan_join", "probe_broker"]

@@ -12,7 +12,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Mapping, Sequence
 
-from static_consumer._core.failures import recover_or_die
+from static_consumer._core.failures import recover_or_die, scrubbed
 from static_consumer._core.seam import AdapterError, PollError
 from static_consumer._core.session import Session, State
 from static_consumer.events import Assigned, Lost, Revoked
@@ -84,7 +84,7 @@ def commit(session: Session, what: Commitable, *, asynchronous: bool) -> dict[To
             # Raises unless the client was replaced (it had lost its own session): then the partitions
             # were reported lost and this commit is simply refused.
             recover_or_die(session, exc.error, _no_other_errors)
-        raise session.mode.commit_error(exc.error, offsets) from None
+        raise session.mode.commit_error(scrubbed(session.settings, exc.error), offsets) from None
     if not asynchronous:
         session.offsets.committed(offsets)
     return offsets
@@ -98,7 +98,13 @@ def commit_quietly(session: Session, partitions: Sequence[TopicPartition] | None
     try:
         session.adapter.commit(offsets)
     except AdapterError as exc:
-        log.warning("could not commit %s (%s); their records will be delivered again", what, exc)
+        reason = scrubbed(session.settings, exc.error)
+        log.warning(
+            "could not commit %s (%s: %s); their records will be delivered again",
+            what,
+            reason.name,
+            reason.reason,
+        )
         return
     session.offsets.committed(offsets)
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import logging
 
-from static_consumer._core.failures import recover_or_die
+from static_consumer._core.failures import check_token, recover_or_die, scrubbed
 from static_consumer._core.seam import ConsumerAdapter, PollError
 from static_consumer._core.session import Session
 from static_consumer._kafka_codes import ErrorKind
@@ -21,16 +21,18 @@ log = logging.getLogger(__name__)
 
 
 def after_client_call(session: Session, adapter: ConsumerAdapter) -> None:
-    """The time of the return (for the stall guard), the mode's poll work, then the errors the client
-    reported out of band (librdkafka's error_cb)."""
+    """The time of the return (for the stall guard), the mode's poll work, the errors the client
+    reported out of band (librdkafka's error_cb), then whether the client can still log in."""
     session.stall.returned(session.clock())
     session.mode.on_poll(session, adapter)
     for error in adapter.take_errors():
         handle_error(session, error)
+    check_token(session)  # OAUTHBEARER: the last token expired while the provider kept failing
 
 
 def handle_error(session: Session, error: PollError) -> bool:
     """Log a non-fatal error; raise for a fatal one. True when the mode replaced the client."""
+    error = scrubbed(session.settings, error)
     if error.fatal or error.kind is ErrorKind.PROTOCOL_REFUSED:
         # A refused protocol is not fatal to librdkafka, which sends the refused JoinGroup again
         # forever; nothing changes while the group's other members stay, so it ends the session too.

@@ -45,7 +45,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Protocol
 
-from static_consumer._core.failures import unreleased_error
+from static_consumer._core.failures import scrubbed, unreleased_error
 from static_consumer._core.seam import ConsumerAdapter, PollError
 from static_consumer._core.session import Session, State
 from static_consumer._groups import GroupDescription, GroupMember
@@ -267,6 +267,7 @@ def _watch(
     next_blind = started + BLIND_ATTEMPT_S
     while True:
         if session.stop.is_set():
+            first = scrubbed(session.settings, first)
             raise unreleased_error(first, group_id=session.settings.group_id, instance_id=instance_id)
         asked = clock()  # a holder listed in the answer was listed at some time after this
         look = watch.look()

@@ -18,8 +18,10 @@ from dataclasses import dataclass, field
 from enum import Enum
 from typing import TYPE_CHECKING, Any
 
+from static_consumer._core.join import build_client
 from static_consumer._core.offsets import OffsetTracker
 from static_consumer._core.seam import ConsumerAdapter
+from static_consumer._oauth import TokenSource, token_source
 from static_consumer.events import Dispatcher
 from static_consumer.settings import ConsumerSettings
 from static_consumer.types import Record, TopicPartition
@@ -214,6 +216,7 @@ class Session:
         self.error_log = RateLimiter(30.0, clock)
         self._member_id: str | None = None
         self._generation: int | None = None
+        self.tokens: TokenSource | None = None  # the OAUTHBEARER provider behind the current client
 
     # -- state ---------------------------------------------------------------------------------------
 
@@ -291,7 +294,15 @@ class Session:
         """A new client for the join plan (not yet subscribed or assigned)."""
         if self.plan is None:
             raise RuntimeError("static_consumer bug: a client was asked for before the join plan")
-        return self.adapter_factory(dict(self.plan.config))
+        config = dict(self.plan.config)
+        client = build_client(self.settings, config, self.adapter_factory)
+        self.tokens = token_source(config)
+        return client
+
+    def token_lost(self) -> str | None:
+        """Why no client can log in any more: the OAUTHBEARER token expired while the provider kept
+        failing (:meth:`~static_consumer._oauth.TokenSource.lost`); None otherwise and without one."""
+        return None if self.tokens is None else self.tokens.lost()
 
 
 __all__ = [

@@ -22,6 +22,7 @@ from collections.abc import Callable, Sequence
 
 from static_consumer._core.seam import AdapterError, ConsumerAdapter
 from static_consumer._core.session import Session, State
+from static_consumer._secrets import scrub_for
 from static_consumer.errors import MissingTopicError
 from static_consumer.events import FatalError
 
@@ -97,7 +98,7 @@ def _fail(session: Session, missing: Sequence[str], timeout_s: float) -> Missing
     )
     session.end(State.FAILED, exc)  # nothing to hand out or commit any more: like any other ending
     log.error("%s", exc)
-    session.dispatch.emit(FatalError(**session.event_fields(), error=str(exc)))
+    session.dispatch.emit(FatalError(**session.event_fields(), error=scrub_for(settings, str(exc))))
     return exc
 
 

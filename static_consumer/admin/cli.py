@@ -21,6 +21,7 @@ from typing import Any, TextIO
 
 from static_consumer import _probe
 from static_consumer._groups import RemovalResult
+from static_consumer._secrets import ISSUED_TOKENS, env_secrets, scrub
 from static_consumer.admin import _render as render
 from static_consumer.admin import audit
 from static_consumer.admin import members as admin
@@ -47,6 +48,7 @@ CONNECTION_FLAGS = {
     "ssl_ca_location": "--ssl-ca-location",
     "ssl_certificate_location": "--ssl-certificate-location",
     "ssl_key_location": "--ssl-key-location",
+    "ssl_endpoint_identification": "--[no-]ssl-endpoint-identification",
     "connect_timeout_s": "--connect-timeout-s",
 }
 COMMAND_FIELDS = (
@@ -80,6 +82,11 @@ def build_parser() -> argparse.ArgumentParser:
     conn.add_argument("--ssl-ca-location", metavar="PEM")
     conn.add_argument("--ssl-certificate-location", metavar="PEM")
     conn.add_argument("--ssl-key-location", metavar="PEM")
+    conn.add_argument(
+        "--ssl-endpoint-identification",
+        action=argparse.BooleanOptionalAction,
+        help="check that the brokers' certificates name their hosts (default: on)",
+    )
     conn.add_argument("--connect-timeout-s", type=float, metavar="SECONDS")
     group = argparse.ArgumentParser(add_help=False)
     group.add_argument("group", nargs="?", help="consumer group id (default: STATIC_CONSUMER_GROUP_ID)")
@@ -220,6 +227,9 @@ def main(
 
 
 def _fail(args: argparse.Namespace, out: TextIO, err: TextIO, info: dict[str, Any], code: int) -> int:
+    # The library's errors are masked where they are raised; an unexpected one is masked here, with the
+    # secrets the environment holds (the settings may be what failed to build) and any token handed out.
+    info = {**info, "message": ISSUED_TOKENS.scrub(scrub(str(info["message"]), env_secrets(os.environ)))}
     if args.json:
         out.write(json.dumps({"error": info, "exit_code": code}, indent=2) + "\n")
     else:

@@ -102,7 +102,19 @@ def _name(common_name: str) -> x509.Name:
     return x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, common_name)])
 
 
-def _ca(common_name: str) -> tuple[EllipticCurvePrivateKey, x509.Certificate]:
+def self_signed_pem(common_name: str, not_before: datetime.datetime, not_after: datetime.datetime) -> bytes:
+    """A self-signed PEM certificate valid from ``not_before`` to ``not_after`` (dates to check)."""
+    from cryptography.hazmat.primitives import serialization
+
+    _, cert = _ca(common_name, not_before, not_after)
+    return cert.public_bytes(serialization.Encoding.PEM)
+
+
+def _ca(
+    common_name: str,
+    not_before: datetime.datetime | None = None,
+    not_after: datetime.datetime | None = None,
+) -> tuple[EllipticCurvePrivateKey, x509.Certificate]:
     from cryptography import x509
     from cryptography.hazmat.primitives import hashes
 
@@ -114,8 +126,8 @@ def _ca(common_name: str) -> tuple[EllipticCurvePrivateKey, x509.Certificate]:
         .issuer_name(name)
         .public_key(key.public_key())
         .serial_number(x509.random_serial_number())
-        .not_valid_before(_now() - datetime.timedelta(hours=1))
-        .not_valid_after(_now() + _VALIDITY)
+        .not_valid_before(not_before or _now() - datetime.timedelta(hours=1))
+        .not_valid_after(not_after or _now() + _VALIDITY)
         .add_extension(x509.BasicConstraints(ca=True, path_length=0), critical=True)
         .add_extension(
             x509.KeyUsage(
@@ -182,4 +194,4 @@ def _leaf(
     return builder.sign(ca_key, hashes.SHA256())
 
 
-__all__ = ["HOST", "OTHER_HOST", "Pki", "generate_pki"]
+__all__ = ["HOST", "OTHER_HOST", "Pki", "generate_pki", "self_signed_pem"]
