@@ -8,6 +8,7 @@ from __future__ import annotations
 from static_consumer.testing import JvmKafkaCluster, KafkaCluster, describe_group
 from static_consumer.testing.group import Group
 from static_consumer.testing.kafka_ops import high_watermarks, metadata
+from static_consumer.testing.pauses import went_backwards
 from static_consumer.testing.processes import wait_until
 from static_consumer.testing.producer import SteadyProducer as SteadyProducer
 from static_consumer.testing.rebalances import Rebalance
@@ -105,3 +106,14 @@ def logged_rebalances(cluster: KafkaCluster, group_id: str) -> list[Rebalance] |
     """The group's classic generations and KIP-848 group epochs from the broker log, when the backend
     keeps one (the JVM harness, CI's backend); None for Docker or an existing cluster."""
     return cluster.group_rebalances(group_id) if isinstance(cluster, JvmKafkaCluster) else None
+
+
+def assert_all_consumed_and_committed(group: Group, acked: int, samples: list[dict[int, int]]) -> None:
+    """Nothing lost (every acknowledged record consumed), every partition committed up to its high
+    watermark, and the committed offsets ``samples`` (``sampling_commits``) never went backwards."""
+    assert len(wait_all_consumed(group)) == acked  # nothing lost
+    marks = high_watermarks(group.bootstrap, group.topic, group.partitions)
+    wait_until(lambda: group.committed() == marks, 60, "every partition committed up to its high watermark")
+    samples.append(group.committed())
+    assert len(samples) > 20, "too few samples of the committed offsets"
+    assert went_backwards(samples) == []

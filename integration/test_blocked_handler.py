@@ -28,13 +28,12 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from _faults import SteadyProducer, logged_rebalances, wait_all_consumed
+from _faults import SteadyProducer, assert_all_consumed_and_committed, logged_rebalances
 
 from static_consumer.testing import KafkaCluster
 from static_consumer.testing.group import Group
-from static_consumer.testing.kafka_ops import high_watermarks
-from static_consumer.testing.pauses import sampling_commits, stale_commits, stale_records, went_backwards
-from static_consumer.testing.processes import ConsumerProcess, Event, wait_until
+from static_consumer.testing.pauses import sampling_commits, stale_commits, stale_records
+from static_consumer.testing.processes import ConsumerProcess, Event
 
 PARTITIONS = 4
 SESSION_MS = 5000  # heartbeats every 0.5 s
@@ -141,9 +140,4 @@ def test_a_handler_blocked_past_max_poll_interval_costs_its_partitions_and_commi
     began = group.all_processes()[0].events()[0]["ts"]
     assert stale_records(victim, [other], began) == []
     assert stale_commits(victim, [other], began) == []
-    assert len(wait_all_consumed(group)) == acked  # nothing lost
-    marks = high_watermarks(bootstrap, group.topic, PARTITIONS)
-    wait_until(lambda: group.committed() == marks, 60, "every partition committed up to its high watermark")
-    samples.append(group.committed())
-    assert len(samples) > 20, "too few samples of the committed offsets"
-    assert went_backwards(samples) == []
+    assert_all_consumed_and_committed(group, acked, samples)
