@@ -11,8 +11,9 @@ and ``max_poll_interval_ms`` 6 s:
    rebalance. The commit of the blocked batch: classic, refused (librdkafka reset its member id, so the
    broker answers FENCED_INSTANCE_ID, which the consumer tells apart from a duplicate and turns into a
    refused commit and a new client); KIP-848, accepted (the member's epoch is still valid).
-2. 15 s, past max.poll.interval + session: the broker expires the member a session after its last
-   heartbeat and the other member takes its partitions; on return the commit is refused, the partitions
+2. 15 s (longer if the takeover is late: on until it happened, plus 1 s), past max.poll.interval +
+   session: the broker expires the member a session after its last heartbeat and the other member takes
+   its partitions; on return the commit is refused, the partitions
    are reported lost, and the member rejoins (a rebalance) and consumes again.
 
 Checked both times, from the members' own events: nothing handed out or committed by the victim for a
@@ -33,24 +34,31 @@ from _faults import SteadyProducer, assert_all_consumed_and_committed, logged_re
 from static_consumer.testing import KafkaCluster
 from static_consumer.testing.group import Group
 from static_consumer.testing.pauses import sampling_commits, stale_commits, stale_records
-from static_consumer.testing.processes import ConsumerProcess, Event
+from static_consumer.testing.processes import ConsumerProcess, Event, wait_until
 
 PARTITIONS = 4
 SESSION_MS = 5000  # heartbeats every 0.5 s
 MAX_POLL_MS = 6000  # the smallest the settings allow with this session (max.poll >= session)
 SHORT_BLOCK_S = 8.5  # expired at ~6 s, the broker would expire the member at ~11 s
-LONG_BLOCK_S = 15.0  # the other member owns the partitions from ~11 s on
+LONG_BLOCK_S = 15.0  # the other member owns the partitions from ~11 s on (held longer if it is late)
 
 
-def _block(victim: ConsumerProcess, trigger: Path, seconds: float) -> tuple[Event, Event]:
-    """Make the victim's next batch block for ``seconds``; its (blocking, unblocked) events."""
+def _block(
+    victim: ConsumerProcess, trigger: Path, seconds: float, until: Callable[[float], bool] | None = None
+) -> tuple[Event, Event]:
+    """Make the victim's next batch block for ``seconds`` (with ``until``: at least that, and on until
+    ``until(blocking_ts)`` holds, plus a second, at most a minute); its (blocking, unblocked) events."""
     victim.wait_for_kind("committed", timeout_s=30, after=time.time())
-    trigger.write_text(str(seconds))
+    trigger.write_text(f"{seconds} 60" if until else str(seconds))
     blocking = victim.wait_for(
         lambda e: e["kind"] == "blocking" and e["seconds"] == seconds, 30, f"a {seconds} s block"
     )
+    if until is not None:
+        wait_until(lambda: until(blocking["ts"]), 60, "what the block waits for")
+        time.sleep(1.0)
+        Path(f"{trigger}.release").touch()
     unblocked = victim.wait_for(
-        lambda e: e["kind"] == "unblocked" and e["ts"] > blocking["ts"], seconds + 30, "the handler's return"
+        lambda e: e["kind"] == "unblocked" and e["ts"] > blocking["ts"], seconds + 90, "the handler's return"
     )
     return blocking, unblocked
 
@@ -112,7 +120,13 @@ def test_a_handler_blocked_past_max_poll_interval_costs_its_partitions_and_commi
             assert logged_rebalances(kafka_cluster, group.group_id) == rebalances, "the group rebalanced"
 
         # 2. Past max.poll.interval + session: the broker expires the member and the other takes over.
-        blocking, unblocked = _block(victim, trigger, LONG_BLOCK_S)
+        def taken_over(since: float) -> bool:  # a loaded broker may expire the victim seconds late
+            return any(
+                e["ts"] > since and owned & {(t, p) for t, p in e["partitions"]}
+                for e in other.events("assigned")
+            )
+
+        blocking, unblocked = _block(victim, trigger, LONG_BLOCK_S, until=taken_over)
         taken = [e for e in other.events("assigned") if blocking["ts"] < e["ts"] < unblocked["ts"]]
         assert taken, "the other member did not take the victim's partitions during the block"
         took_at = taken[0]["ts"] - blocking["ts"]
@@ -126,7 +140,8 @@ def test_a_handler_blocked_past_max_poll_interval_costs_its_partitions_and_commi
         victim.wait_for(lambda e: e["kind"] == "records" and e["ts"] > back["ts"], 30, "records after it")
         why = refused["reason"].split("(", 1)[-1].split(":")[0]
         print(
-            f"{protocol}: {LONG_BLOCK_S} s block: the other member took over {took_at:.1f} s into it; on "
+            f"{protocol}: {unblocked['ts'] - blocking['ts']:.1f} s block: the other member took over "
+            f"{took_at:.1f} s into it; on "
             f"return: commit refused ({why}); back on {sorted(p for _t, p in back['partitions'])} "
             f"{back['ts'] - unblocked['ts']:.1f} s later"
         )

@@ -35,6 +35,7 @@ from static_consumer.testing.pauses import (
 from static_consumer.testing.processes import ConsumerProcess, Event
 
 PARTITIONS = 4
+BATCH = 100
 SESSION_MS = 5000  # heartbeats every 0.5 s; the guard's threshold is half the session: 2.5 s
 THRESHOLD_S = SESSION_MS / 2000
 SHORT_PAUSE_S = 3.3  # over the threshold, under (session - heartbeat interval) = 4.5 s with 1.2 s to spare
@@ -52,7 +53,7 @@ def test_a_member_paused_past_its_session_hands_out_no_record_it_no_longer_owns(
     kafka_group_factory: Callable[..., Group],
 ) -> None:
     bootstrap = kafka_bootstrap_servers
-    extra: dict[str, Any] = {"batch": 100, "go_on_after_refused_commit": True}
+    extra: dict[str, Any] = {"batch": BATCH, "go_on_after_refused_commit": True}
     group = kafka_group_factory(
         PARTITIONS,
         protocol=protocol,
@@ -80,7 +81,14 @@ def test_a_member_paused_past_its_session_hands_out_no_record_it_no_longer_owns(
         # 2. Past the session: the other member takes the victim's partitions meanwhile. Frozen after a
         # commit, so most likely while waiting for records (the usual place; a freeze while processing a
         # batch is the residual window, see the end).
-        victim.wait_for_kind("committed", timeout_s=30, after=short["ts"])
+        # Caught up first: the short pause left a backlog, and while the victim works through full
+        # batches a freeze mostly lands mid-batch. A batch under BATCH records means it waits for more.
+        caught_up = victim.wait_for(
+            lambda e: e["kind"] == "records" and e["ts"] > short["ts"] and len(e["records"]) < BATCH,
+            30,
+            "a batch that is not full",
+        )
+        victim.wait_for_kind("committed", timeout_s=30, after=caught_up["ts"])
         before = victim.assignment()
         freezing = time.time()
 

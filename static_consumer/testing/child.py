@@ -9,7 +9,8 @@
 - ``batch``: records per batch; ``max_records``; ``max_runtime_s`` (default 300: every run ends);
 - ``process_s``: seconds each batch takes to process (a sleep between handing it out and committing);
 - ``block`` (static mode): a path; once a file exists there, the next batch's handler blocks for the
-  seconds written in it before its commit, and the file is removed (``blocking``, ``unblocked``);
+  seconds written in it before its commit, and the file is removed (``blocking``, ``unblocked``); with a
+  second number, at least the first and until a file ``<path>.release`` appears, at most the second;
 - ``leave_on_exit``: StaticConsumer.leave_group() instead of close() on SIGTERM;
 - ``go_on_after_refused_commit``: a refused commit (e.g. after a lost session, or partitions that moved
   during the batch) is reported as ``commit_refused`` and consuming goes on, instead of ending the child;

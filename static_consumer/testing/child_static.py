@@ -86,14 +86,21 @@ class _Streamer(MembershipListener):
 
 
 def block_if_asked(trigger: str | None, emit: Emit) -> None:
-    """A handler that blocks when told: when the file ``trigger`` exists, read the seconds it holds,
-    remove it and sleep that long between handing the batch out and committing it."""
+    """A handler that blocks when told: when the file ``trigger`` exists, read "SECONDS" or
+    "SECONDS MAX_SECONDS" from it, remove it and block between handing the batch out and committing it:
+    SECONDS, or with MAX_SECONDS at least SECONDS and until a file ``trigger + ".release"`` appears (at
+    most MAX_SECONDS), so a test can hold the handler until what it waits for happened."""
     if not trigger or not os.path.exists(trigger):
         return
-    seconds = float(Path(trigger).read_text())
+    least, *most = (float(word) for word in Path(trigger).read_text().split())
     os.unlink(trigger)
-    emit("blocking", seconds=seconds)
-    time.sleep(seconds)
+    emit("blocking", seconds=least)
+    began = time.monotonic()
+    time.sleep(least)
+    release = Path(trigger + ".release")
+    while most and not release.exists() and time.monotonic() - began < most[0]:
+        time.sleep(0.05)
+    release.unlink(missing_ok=True)
     emit("unblocked")
 
 
@@ -121,6 +128,7 @@ def run_static(spec: dict[str, Any], emit: Emit, should_stop: Callable[[], bool]
             not should_stop() and time.monotonic() < deadline and (max_records is None or seen < max_records)
         ):
             records = consumer.consume(int(spec.get("batch", 500)), 0.2)
+            returned = time.time()  # handed out now: a freeze may come before the records event
             if work is not None:
                 work.tick()
                 work.settle()
@@ -130,7 +138,8 @@ def run_static(spec: dict[str, Any], emit: Emit, should_stop: Callable[[], bool]
             if work is not None:
                 work.process([(r.topic, r.partition, r.offset, r.timestamp_ms) for r in records])
             else:
-                emit("records", records=[[r.topic, r.partition, r.offset] for r in records])
+                handed = [[r.topic, r.partition, r.offset] for r in records]
+                emit("records", records=handed, returned=returned)
             time.sleep(float(spec.get("process_s", 0)))
             block_if_asked(spec.get("block"), emit)
             if spec.get("commit", True):

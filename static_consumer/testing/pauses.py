@@ -12,7 +12,7 @@ from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 
 from static_consumer.testing.kafka_ops import QUIET_LOGGER
-from static_consumer.testing.processes import ConsumerProcess
+from static_consumer.testing.processes import ConsumerProcess, Event
 
 Partition = tuple[str, int]
 
@@ -62,6 +62,12 @@ def owned_at(proc: ConsumerProcess, at: float) -> set[Partition]:
     return owned
 
 
+def handed_out_at(event: Event) -> float:
+    """When a ``records`` event's records were handed out: when ``consume()`` returned them (its
+    ``returned``), which a freeze can separate from the event's own time."""
+    return float(event["returned"]) if "returned" in event else float(event["ts"])
+
+
 def stale_records(
     proc: ConsumerProcess, others: Iterable[ConsumerProcess], since: float
 ) -> list[tuple[str, int, int]]:
@@ -69,10 +75,11 @@ def stale_records(
     others = list(others)
     found = []
     for event in proc.events("records"):
-        if event["ts"] <= since:
+        at = handed_out_at(event)
+        if at <= since:
             continue
-        mine = owned_at(proc, event["ts"])
-        theirs = set().union(*(owned_at(other, event["ts"]) for other in others))
+        mine = owned_at(proc, at)
+        theirs = set().union(*(owned_at(other, at) for other in others))
         found += [(t, p, o) for t, p, o in event["records"] if (t, p) in theirs or (t, p) not in mine]
     return found
 
@@ -121,7 +128,7 @@ def refused_batches(proc: ConsumerProcess) -> list[tuple[float, int]]:
         if event["kind"] == "records":
             batch = event
         elif event["kind"] == "commit_refused" and batch is not None:
-            out.append((batch["ts"], len(batch["records"])))
+            out.append((handed_out_at(batch), len(batch["records"])))
     return out
 
 
@@ -173,6 +180,7 @@ def went_backwards(samples: Iterable[dict[int, int]]) -> list[str]:
 
 
 __all__ = [
+    "handed_out_at",
     "owned_at",
     "pause",
     "pause_until",
