@@ -33,7 +33,7 @@ from _faults import SteadyProducer, assert_all_consumed_and_committed, logged_re
 
 from static_consumer.testing import KafkaCluster
 from static_consumer.testing.group import Group
-from static_consumer.testing.pauses import sampling_commits, stale_commits, stale_records
+from static_consumer.testing.pauses import sampling_commits, stale_commits, stale_records, taken_over
 from static_consumer.testing.processes import ConsumerProcess, Event, wait_until
 
 PARTITIONS = 4
@@ -120,13 +120,10 @@ def test_a_handler_blocked_past_max_poll_interval_costs_its_partitions_and_commi
             assert logged_rebalances(kafka_cluster, group.group_id) == rebalances, "the group rebalanced"
 
         # 2. Past max.poll.interval + session: the broker expires the member and the other takes over.
-        def taken_over(since: float) -> bool:  # a loaded broker may expire the victim seconds late
-            return any(
-                e["ts"] > since and owned & {(t, p) for t, p in e["partitions"]}
-                for e in other.events("assigned")
-            )
-
-        blocking, unblocked = _block(victim, trigger, LONG_BLOCK_S, until=taken_over)
+        # Held on until the other member took over: a loaded broker may expire the victim seconds late.
+        blocking, unblocked = _block(
+            victim, trigger, LONG_BLOCK_S, until=lambda since: taken_over(other, owned, since)
+        )
         taken = [e for e in other.events("assigned") if blocking["ts"] < e["ts"] < unblocked["ts"]]
         assert taken, "the other member did not take the victim's partitions during the block"
         took_at = taken[0]["ts"] - blocking["ts"]

@@ -30,6 +30,7 @@ from static_consumer.testing.pauses import (
     sampling_commits,
     stale_commits,
     stale_records,
+    taken_over,
     timeline,
 )
 from static_consumer.testing.processes import ConsumerProcess, Event
@@ -91,16 +92,9 @@ def test_a_member_paused_past_its_session_hands_out_no_record_it_no_longer_owns(
         victim.wait_for_kind("committed", timeout_s=30, after=caught_up["ts"])
         before = victim.assignment()
         freezing = time.time()
-
-        def taken() -> bool:  # the other member was handed some of the victim's partitions
-            return any(
-                e["ts"] > freezing and before & {(t, p) for t, p in e["partitions"]}
-                for e in other.events("assigned")
-            )
-
         # At least LONG_PAUSE_S, and on until the other member took over (a loaded CI host has expired
         # the victim seconds late), plus a second.
-        frozen, thawed = pause_until(victim, LONG_PAUSE_S, taken)
+        frozen, thawed = pause_until(victim, LONG_PAUSE_S, lambda: taken_over(other, before, freezing))
         took_over = [e["ts"] - frozen for e in other.events("assigned") if frozen < e["ts"] < thawed]
         assert took_over, "the other member did not take the victim's partitions during the pause"
         long = stall_after(victim, thawed)

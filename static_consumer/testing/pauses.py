@@ -19,12 +19,7 @@ Partition = tuple[str, int]
 
 def pause(proc: ConsumerProcess, seconds: float) -> tuple[float, float]:
     """Freeze ``proc`` for ``seconds`` (every thread stops, as in a GC pause); (frozen, thawed) times."""
-    frozen = proc.freeze()
-    try:
-        time.sleep(seconds)
-    finally:
-        thawed = proc.thaw()
-    return frozen, thawed
+    return pause_until(proc, seconds, lambda: True, settle_s=0.0)
 
 
 def pause_until(
@@ -62,10 +57,31 @@ def owned_at(proc: ConsumerProcess, at: float) -> set[Partition]:
     return owned
 
 
+def _time_of(event: Event, key: str) -> float:
+    return float(event[key]) if key in event else float(event["ts"])
+
+
 def handed_out_at(event: Event) -> float:
     """When a ``records`` event's records were handed out: when ``consume()`` returned them (its
     ``returned``), which a freeze can separate from the event's own time."""
-    return float(event["returned"]) if "returned" in event else float(event["ts"])
+    return _time_of(event, "returned")
+
+
+def taken_over(other: ConsumerProcess, partitions: set[Partition], since: float) -> bool:
+    """Whether ``other`` was handed some of ``partitions`` after ``since`` (by its own events)."""
+    return any(
+        e["ts"] > since and partitions & {(t, p) for t, p in e["partitions"]}
+        for e in other.events("assigned")
+    )
+
+
+def _not_its_own(
+    proc: ConsumerProcess, others: list[ConsumerProcess], at: float
+) -> Callable[[str, int], bool]:
+    """Whether a partition was, at ``at``, not owned by ``proc`` or owned by one of ``others``."""
+    mine = owned_at(proc, at)
+    theirs = set().union(*(owned_at(other, at) for other in others))
+    return lambda t, p: (t, p) in theirs or (t, p) not in mine
 
 
 def stale_records(
@@ -76,11 +92,9 @@ def stale_records(
     found = []
     for event in proc.events("records"):
         at = handed_out_at(event)
-        if at <= since:
-            continue
-        mine = owned_at(proc, at)
-        theirs = set().union(*(owned_at(other, at) for other in others))
-        found += [(t, p, o) for t, p, o in event["records"] if (t, p) in theirs or (t, p) not in mine]
+        if at > since:
+            stale = _not_its_own(proc, others, at)
+            found += [(t, p, o) for t, p, o in event["records"] if stale(t, p)]
     return found
 
 
@@ -96,14 +110,9 @@ def stale_commits(
     others = list(others)
     found = []
     for event in proc.events("committed"):
-        called = float(event["called"]) if "called" in event else float(event["ts"])
-        if called <= since:
-            continue
-        mine = owned_at(proc, event["ts"])
-        theirs = set().union(*(owned_at(other, event["ts"]) for other in others))
-        found += [
-            (event["ts"], t, p) for t, p, _o in event["offsets"] if (t, p) in theirs or (t, p) not in mine
-        ]
+        if _time_of(event, "called") > since:
+            stale = _not_its_own(proc, others, event["ts"])
+            found += [(event["ts"], t, p) for t, p, _o in event["offsets"] if stale(t, p)]
     return found
 
 
@@ -188,6 +197,7 @@ __all__ = [
     "sampling_commits",
     "stale_commits",
     "stale_records",
+    "taken_over",
     "timeline",
     "went_backwards",
 ]
