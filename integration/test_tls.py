@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import logging
 import time
+from collections import deque
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -34,6 +35,8 @@ from static_consumer.retry import RetryPolicy
 from static_consumer.telemetry import EventLog
 from static_consumer.testing import JvmKafkaCluster, committed_offsets, create_topic, produce
 from static_consumer.testing.group import CONSUMER_PROTOCOL_SESSION_MS, shorten_consumer_session
+from static_consumer.testing.kafka_ops import describe_group as describe_on_broker
+from static_consumer.testing.kafka_ops import high_watermarks
 from static_consumer.testing.oauth import UnsecuredTokens
 from static_consumer.testing.processes import wait_until
 from static_consumer.testing.tls import MTLS, OAUTH, OTHER_HOST, SASL_SSL, SSL
@@ -93,12 +96,15 @@ def secure_settings(
 class Members:
     """In-process static members of one group, named by pod (their POD_NAME), polled in turn."""
 
-    def __init__(self, settings: ConsumerSettings, event_log: Path) -> None:
+    def __init__(self, settings: ConsumerSettings, event_log: Path, harness_bootstrap: str) -> None:
         self.settings = settings
         self.event_log = event_log
+        self.harness_bootstrap = harness_bootstrap  # PLAINTEXT, for what the broker says on a timeout
         self.live: dict[str, StaticConsumer] = {}
         self.revocations: dict[str, Revocations] = {}
         self.seen: set[tuple[int, int]] = set()
+        self.warnings = _RecentWarnings()
+        logging.getLogger("static_consumer").addHandler(self.warnings)
 
     def start(self, pod: str) -> StaticConsumer:
         self.revocations[pod] = Revocations()
@@ -122,7 +128,24 @@ class Members:
             self.poll_all()
             return condition()
 
-        wait_until(step, timeout_s, what, poll_s=0.0)
+        wait_until(step, timeout_s, lambda: f"{what}; {self.state()}", poll_s=0.0)
+
+    def state(self) -> str:
+        """Where the members and the broker are: for a timeout's message (the CI shows only that line)."""
+        (topic,) = self.settings.topics
+        try:
+            ends = high_watermarks(self.harness_bootstrap, topic, PARTITIONS)
+            group = describe_on_broker(self.harness_bootstrap, self.settings.group_id, ready_within_s=0)
+            assigned = [(m.group_instance_id, _parts(m.assignment.topic_partitions)) for m in group.members]
+            broker = f"{group.state} {assigned}"
+        except Exception as exc:  # noqa: BLE001 - a diagnostic: say why there is none
+            ends, broker = {}, f"not described ({exc})"
+        seen = _counts(self.seen)
+        owned = {pod: sorted(tp.partition for tp in parts) for pod, parts in self.owned().items()}
+        return (
+            f"seen per partition {seen} of high watermarks {[ends.get(p) for p in range(PARTITIONS)]}; "
+            f"owned {owned}; broker: {broker}; recent warnings: {list(self.warnings.recent)}"
+        )
 
     def owned(self) -> dict[str, frozenset[TopicPartition]]:
         return {pod: member.assignment for pod, member in self.live.items()}
@@ -135,13 +158,14 @@ class Members:
     def close_all(self) -> None:
         for pod in list(self.live):
             self.close(pod)
+        logging.getLogger("static_consumer").removeHandler(self.warnings)
 
     def join(self, *pods: str) -> dict[str, frozenset[TopicPartition]]:
         """Start ``pods`` and consume every record until the partitions are spread: who owns what."""
         for pod in pods:
             self.start(pod)
         what = f"{RECORDS} records, {len(pods)} members"
-        self.poll_until(lambda: len(self.seen) == RECORDS and self.settled(), 90, what)
+        self.poll_until(lambda: sum(_counts(self.seen)) >= RECORDS and self.settled(), 90, what)
         return self.owned()
 
     def restart(self, pod: str) -> None:
@@ -194,7 +218,7 @@ def test_one_settings_object_drives_every_client_through_the_listener(
     producer = cluster.tls.client_config(
         listener, bootstrap, mechanism=mechanism, token_provider=tokens.tokens
     )
-    produce(bootstrap, topic, RECORDS, extra=producer)  # through the listener too
+    assert produce(bootstrap, topic, RECORDS, extra=producer) == RECORDS  # through the listener too
     tokens.asked("producer")
     # KIP-848 group timings for a fast test (the broker defaults are a 45 s session, 5 s heartbeats).
     shorten_consumer_session(cluster.bootstrap_servers, group)
@@ -206,7 +230,7 @@ def test_one_settings_object_drives_every_client_through_the_listener(
         CONSUMER_PROTOCOL_SESSION_MS,
     )
 
-    pods = Members(settings, tmp_path / "members.jsonl")
+    pods = Members(settings, tmp_path / "members.jsonl", cluster.bootstrap_servers)
     members.append(pods)
     a, b = f"{STATEFULSET}-0", f"{STATEFULSET}-1"
     before = pods.join(a, b)
@@ -257,6 +281,21 @@ class TokenCalls:
             print(f"{step}: token provider called {calls - self.last} time(s)")
             assert calls > self.last, f"{step} never asked the token provider"
             self.last = calls
+
+
+class _RecentWarnings(logging.Handler):
+    """The last few warnings the library logged (librdkafka's included)."""
+
+    def __init__(self) -> None:
+        super().__init__(logging.WARNING)
+        self.recent: deque[str] = deque(maxlen=5)
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.recent.append(f"{record.name}: {record.getMessage()}"[:300])
+
+
+def _parts(partitions: Any) -> list[int]:
+    return sorted(tp.partition for tp in partitions)
 
 
 def _counts(seen: set[tuple[int, int]]) -> list[int]:
@@ -365,7 +404,7 @@ def test_classic_static_members_restart_and_are_described_through_mutual_tls(
         session_timeout_ms=10_000,
         max_poll_interval_ms=30_000,
     )
-    pods = Members(settings, tmp_path / "members.jsonl")
+    pods = Members(settings, tmp_path / "members.jsonl", cluster.bootstrap_servers)
     members.append(pods)
     a, b = f"{STATEFULSET}-0", f"{STATEFULSET}-1"
     before = pods.join(a, b)

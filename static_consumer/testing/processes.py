@@ -215,10 +215,17 @@ class ConsumerProcess:
         return self.wait(timeout_s)
 
 
-def wait_until(condition: Callable[[], bool], timeout_s: float, what: str, poll_s: float = 0.1) -> None:
-    """Poll ``condition`` until it holds; AssertionError naming ``what`` after ``timeout_s``."""
+def wait_until(
+    condition: Callable[[], bool],
+    timeout_s: float,
+    what: str | Callable[[], str],
+    poll_s: float = 0.1,
+) -> None:
+    """Poll ``condition`` until it holds; AssertionError naming ``what`` after ``timeout_s``. A callable
+    ``what`` is asked at the timeout, so the message can say the state the wait ended in."""
     deadline = time.monotonic() + timeout_s
     while not condition():
         if time.monotonic() >= deadline:
-            raise AssertionError(f"timed out after {timeout_s} s waiting for {what}")
+            described = what() if callable(what) else what
+            raise AssertionError(f"timed out after {timeout_s} s waiting for {described}")
         time.sleep(poll_s)
