@@ -95,23 +95,15 @@ def static_consumer(
     )
     size, deadline = 0, time.monotonic() + DEADLINE_S
     with StaticConsumer(settings) as consumer:
+        consume = consumer.consume_batch if batch else consumer.consume
         while clock.seen < count and time.monotonic() < deadline:
-            if batch:
-                got = consumer.consume_batch(BATCH, 1.0)
-                if not len(got):
-                    continue
-                clock.add(len(got))
-                for r in got:
-                    size += len(r.value or b"")
-                consumer.commit(got)
-            else:
-                records = consumer.consume(BATCH, 1.0)
-                if not records:
-                    continue
-                clock.add(len(records))
-                for r in records:
-                    size += len(r.value or b"")
-                consumer.commit(records)
+            got = consume(BATCH, 1.0)  # a RecordBatch or a list of Records: both sized, iterated, committed
+            if not len(got):
+                continue
+            clock.add(len(got))
+            for r in got:
+                size += len(r.value or b"")
+            consumer.commit(got)
         return clock.result()
 
 

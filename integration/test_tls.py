@@ -140,10 +140,10 @@ class Members:
             broker = f"{group.state} {assigned}"
         except Exception as exc:  # noqa: BLE001 - a diagnostic: say why there is none
             ends, broker = {}, f"not described ({exc})"
-        seen = _counts(self.seen)
-        owned = {pod: sorted(tp.partition for tp in parts) for pod, parts in self.owned().items()}
+        owned = {pod: _parts(parts) for pod, parts in self.owned().items()}
         return (
-            f"seen per partition {seen} of high watermarks {[ends.get(p) for p in range(PARTITIONS)]}; "
+            f"seen per partition {_counts(self.seen)} of high watermarks "
+            f"{[ends.get(p) for p in range(PARTITIONS)]}; "
             f"owned {owned}; broker: {broker}; recent warnings: {list(self.warnings.recent)}"
         )
 
@@ -165,7 +165,7 @@ class Members:
         for pod in pods:
             self.start(pod)
         what = f"{RECORDS} records, {len(pods)} members"
-        self.poll_until(lambda: sum(_counts(self.seen)) >= RECORDS and self.settled(), 90, what)
+        self.poll_until(lambda: len(self.seen) >= RECORDS and self.settled(), 90, what)
         return self.owned()
 
     def restart(self, pod: str) -> None:
