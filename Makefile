@@ -4,7 +4,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test unit unit-pure-python integration lint typecheck docs clean
+.PHONY: demo test unit unit-pure-python integration container-test image lint typecheck docs clean
 
 # setup.py and the C source too: an editable install builds static_consumer/_crecord.c once, in place.
 $(STAMP): pyproject.toml setup.py static_consumer/_crecord.c
@@ -43,6 +43,15 @@ unit: $(STAMP)
 
 integration: $(STAMP)
 	$(BIN)/pytest integration
+
+# The Kafka image of the container backend (docs/testing.md): built once per Kafka version and recipe.
+image: $(STAMP)
+	$(BIN)/python -m static_consumer.testing.kafka_image build
+
+# The integration tests' [container] variants only, on that image (needs a Docker engine and compose).
+container-test: $(STAMP)
+	@mkdir -p out
+	$(BIN)/pytest integration -k container -p no:cacheprovider --junitxml=out/junit-container.xml
 
 docs: $(STAMP)
 	$(BIN)/python -m static_consumer._docgen > docs/configuration.md

@@ -4,6 +4,11 @@ The plugin (``-p static_consumer.testing.plugin`` in pyproject.toml's addopts) p
 nothing here may skip: if the broker cannot start, every test errors and CI fails with the broker log
 tail. Under CI=true a skipped test, or a module skipped while being collected, fails the run
 (tests/test_integration_no_skips.py runs this file on a temporary suite to prove both).
+
+Tests marked ``both_backends`` run twice: ``[default]`` on the session broker (the JVM harness in CI)
+and ``[container]`` on the broker from the locally built image (``kafka_container_cluster``):
+``pytest -k container`` runs that subset. Without a Docker engine and a compose command the
+``[container]`` variants skip, which fails a CI run like any other skip.
 """
 
 from __future__ import annotations
@@ -12,12 +17,42 @@ import os
 
 import pytest
 
+from static_consumer.testing.containers import COMPOSE_COMMANDS, compose_command, docker_engine_reachable
+
+
+@pytest.fixture(scope="session")
+def docker_compose_command() -> str:
+    """pytest-docker's compose command: whichever of ``docker compose`` and ``docker-compose`` answers."""
+    return compose_command() or COMPOSE_COMMANDS[0]
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    if metafunc.definition.get_closest_marker("both_backends") and "kafka_cluster" in metafunc.fixturenames:
+        metafunc.parametrize("kafka_cluster", ["default", "container"], indirect=True, scope="session")
+
+
+def _on_container(item: pytest.Item) -> bool:
+    callspec = getattr(item, "callspec", None)
+    return callspec is not None and "container" in callspec.params.values()
+
+
+def _container_unavailable() -> str | None:
+    if not docker_engine_reachable():
+        return "no Docker engine answers `docker info`"
+    if compose_command() is None:
+        return "neither `docker compose` nor `docker-compose` answers"
+    return None
+
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
         if "integration" in str(item.fspath):
             item.add_marker(pytest.mark.integration)
             item.add_marker(pytest.mark.timeout(600))
+    on_container = [item for item in items if _on_container(item)]
+    missing = _container_unavailable() if on_container else None
+    for item in on_container if missing else []:
+        item.add_marker(pytest.mark.skip(reason=f"the container backend needs what is missing: {missing}"))
 
 
 _skipped: list[str] = []

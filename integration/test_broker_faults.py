@@ -15,7 +15,8 @@ And on their own:
 - Bootstrap servers unreachable at start: the capability probe keeps trying for ``connect_timeout_s``,
   then raises BrokerUnavailableError naming the servers; the consumer never joins.
 - The only broker is down for a few seconds mid-consumption: the member resumes with the same instance
-  id, member id and partitions.
+  id, member id and partitions. On a one-node JVM cluster of its own, and as ``[container]`` on the
+  session's container (its container stopped and started: ``pytest -k container``).
 
 Topics use replication 3 with min.insync.replicas 2, the usual production durability: with one broker
 down two replicas stay in sync, so acks=all writes go on; each restart waits until every replica is back
@@ -60,6 +61,7 @@ from static_consumer._config import ConfigValue
 from static_consumer._core.seam import ConsumerAdapter
 from static_consumer.errors import EXIT_TEMPFAIL
 from static_consumer.testing import JvmKafkaCluster, create_topic
+from static_consumer.testing.containers import ContainerKafkaCluster
 from static_consumer.testing.group import Group
 from static_consumer.testing.jvm import free_ports
 from static_consumer.testing.processes import ConsumerProcess
@@ -73,6 +75,7 @@ REPLICATED = {"min.insync.replicas": "2"}
 
 GroupFactory = Callable[..., str]
 Start = Callable[..., ConsumerProcess]
+Restartable = JvmKafkaCluster | ContainerKafkaCluster  # stops and starts nodes, keeps the broker log
 
 
 def _form(
@@ -135,7 +138,7 @@ def _three_node_group(cluster: JvmKafkaCluster, groups: GroupFactory, start: Sta
 
 
 def _assert_undisturbed(
-    group: Group, cluster: JvmKafkaCluster, rebalances: list[Rebalance], since: float
+    group: Group, cluster: Restartable, rebalances: list[Rebalance], since: float
 ) -> None:
     """No fencing, errors or lost partitions; no new generation or group epoch, no revocation or
     assignment since ``since``."""
@@ -149,7 +152,7 @@ def _assert_undisturbed(
     assert member_ids(group.bootstrap, group.group_id) == assigned_member_ids(group)
 
 
-def _rebalances_so_far(cluster: JvmKafkaCluster, group: Group) -> list[Rebalance]:
+def _rebalances_so_far(cluster: Restartable, group: Group) -> list[Rebalance]:
     found = cluster.group_rebalances(group.group_id)
     # The group formed, so the broker logged at least one: an empty list would make the check vacuous.
     assert found, f"no generation or group epoch of {group.group_id} in the broker logs"
@@ -282,12 +285,26 @@ def test_unreachable_bootstrap_servers_fail_start_with_a_retriable_error_after_t
 OUTAGE_S = 6.0  # plus the broker's own start-up: well below SESSION_MS either way
 
 
+@pytest.fixture(params=["jvm", "container"])
+def lone_broker(
+    request: pytest.FixtureRequest, kafka_jvm_cluster_factory: Callable[..., JvmKafkaCluster]
+) -> Iterator[Restartable]:
+    """A one-node cluster of the test's own on the JVM; on the container, the session's container
+    (stopped and started by the test, started again here if the test failed with it down)."""
+    if request.param == "jvm":
+        yield kafka_jvm_cluster_factory(1)
+        return
+    cluster: ContainerKafkaCluster = request.getfixturevalue("kafka_container_cluster")
+    yield cluster
+    cluster.start_node(1)
+
+
 def test_member_rides_out_an_outage_of_the_only_broker(
-    kafka_jvm_cluster_factory: Callable[..., JvmKafkaCluster],
+    lone_broker: Restartable,
     kafka_group_id_factory: GroupFactory,
     kafka_consumer_process_factory: Start,
 ) -> None:
-    cluster = kafka_jvm_cluster_factory(1)
+    cluster = lone_broker
     bootstrap = cluster.bootstrap_servers
     partitions = 4
     topic = _topic(bootstrap, partitions)

@@ -22,6 +22,7 @@ MEMBERS = ("app-0", "app-1", "app-2")
 ROUNDS = 3
 
 
+@pytest.mark.both_backends
 @pytest.mark.parametrize("protocol", ["classic", "consumer"])
 def test_rolling_bounce_of_static_members_revokes_nothing_and_loses_nothing(
     protocol: str,
@@ -89,6 +90,7 @@ BOUNCED = ("app-1", "app-2", "app-3")  # every member but app-0, as Kafka's syst
 ALL_ROUNDS = 2
 
 
+@pytest.mark.both_backends
 @pytest.mark.parametrize("protocol", ["classic", "consumer"])
 def test_bouncing_all_static_members_but_one_at_once_moves_nothing(
     protocol: str,
@@ -106,6 +108,7 @@ def test_bouncing_all_static_members_but_one_at_once_moves_nothing(
     )
     initial = group.form(("app-0", *BOUNCED))
     rebalances = logged_rebalances(kafka_cluster, group.group_id)
+    assert rebalances != [], "the group formed, yet the broker log shows no rebalance: the check is void"
     formed = max(e["generation"] for proc in group.members.values() for e in proc.events("assigned"))
     stable_since = time.time()
     produced = produce(kafka_bootstrap_servers, group.topic, 2000)

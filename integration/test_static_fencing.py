@@ -112,6 +112,7 @@ def _assert_untouched(original: ConsumerProcess, member: tuple[str, str], topic:
     assert original.returncode is None, original.stderr_tail()
 
 
+@pytest.mark.both_backends
 def test_classic_duplicate_of_a_stable_member_fences_the_original(
     kafka_bootstrap_servers: str,
     kafka_topic_factory: Callable[..., str],
@@ -140,6 +141,7 @@ def test_classic_duplicate_of_a_stable_member_fences_the_original(
     _consumed_everything([original, duplicate], producer.acked)  # at-least-once across the fence
 
 
+@pytest.mark.both_backends
 def test_consumer_protocol_fences_a_duplicate_of_a_committing_member_and_keeps_the_original(
     kafka_bootstrap_servers: str,
     kafka_topic_factory: Callable[..., str],

@@ -2,10 +2,22 @@
 
 Fixtures:
 
-- ``kafka_cluster`` (session): a real Apache Kafka broker: ``KAFKA_BOOTSTRAP_SERVERS`` if set, else the
-  ``apache/kafka`` image through pytest-docker when a Docker engine answers, else a KRaft broker on the
-  JVM from Maven Central jars. Never skipped: if no broker can start, the test errors with the broker log.
-- ``kafka_bootstrap_servers`` (session): its bootstrap string.
+- ``kafka_cluster`` (session): a real Apache Kafka broker, ``kafka_default_cluster`` unless the test is
+  parametrized onto the container (``@pytest.mark.parametrize("kafka_cluster", ["container"],
+  indirect=True)``: ``kafka_container_cluster``). Never skipped: if no broker can start, the test errors
+  with the broker log.
+- ``kafka_default_cluster`` (session): the broker :func:`~static_consumer.testing.backends.select_backend`
+  picks: ``STATIC_CONSUMER_BROKER=jvm|docker|external``, else ``KAFKA_BOOTSTRAP_SERVERS`` if set, else
+  the container when a Docker engine, a compose command and the locally built image are all there, else
+  a KRaft broker on the JVM from Maven Central jars (one warning line when an engine answered but the
+  rest was missing).
+- ``kafka_container_cluster`` (session): a KRaft broker from the harness's locally built image
+  (:mod:`static_consumer.testing.kafka_image`, built here if its tag is missing) under Docker Compose,
+  started through pytest-docker with its ``docker_compose_command`` fixture (when that command does not
+  answer, the first of ``docker compose`` and ``docker-compose`` that does, said in one line), on the
+  host's network at 127.0.0.1; ``stop_node()``/``start_node()``/``restart_node()`` stop and start its
+  container.
+- ``kafka_bootstrap_servers`` (session): the bootstrap string of ``kafka_cluster``.
 - ``kafka_topic_factory``: ``make_topic(partitions=1, prefix="t") -> name`` with a unique name.
 - ``kafka_group_id_factory``: ``make_group(prefix="g") -> group id``, unique.
 - ``kafka_consumer_process_factory``: ``start(spec, name=...) -> ConsumerProcess``; every child is killed
@@ -41,6 +53,7 @@ import pytest
 
 if TYPE_CHECKING:  # the harness is imported by the fixtures that use it, never at plugin load
     from static_consumer.testing.backends import KafkaCluster
+    from static_consumer.testing.containers import ContainerKafkaCluster
     from static_consumer.testing.group import Group
     from static_consumer.testing.jvm import JvmKafkaCluster
     from static_consumer.testing.processes import ConsumerProcess
@@ -101,16 +114,48 @@ def _describe_start(cluster: Any) -> str:
 
 
 @pytest.fixture(scope="session")
-def kafka_cluster(pytestconfig: pytest.Config) -> Iterator[KafkaCluster]:
+def kafka_default_cluster(pytestconfig: pytest.Config) -> Iterator[KafkaCluster]:
     from static_consumer.testing.backends import local_cluster
 
-    with local_cluster(os.environ) as cluster:
+    with local_cluster(os.environ, warn=lambda line: _announce(pytestconfig, f"warning: {line}")) as cluster:
         _clusters.append(cluster)
         _announce(pytestconfig, _describe_start(cluster))
         try:
             yield cluster
         finally:
             _clusters.remove(cluster)
+
+
+@pytest.fixture(scope="session")
+def kafka_container_cluster(
+    pytestconfig: pytest.Config, docker_compose_command: str, docker_compose_project_name: str
+) -> Iterator[ContainerKafkaCluster]:
+    from static_consumer.testing.containers import container_cluster
+
+    cluster = container_cluster(
+        docker_compose_command,
+        project=f"{docker_compose_project_name}-static-consumer-kafka",
+        progress=lambda line: _announce(pytestconfig, line),
+    )
+    with cluster:
+        _clusters.append(cluster)
+        _announce(pytestconfig, f"{_describe_start(cluster)}; image {cluster.image}, `{cluster.compose}`")
+        try:
+            yield cluster
+        finally:
+            _clusters.remove(cluster)
+
+
+@pytest.fixture(scope="session")
+def kafka_cluster(request: pytest.FixtureRequest) -> KafkaCluster:
+    # The brokers themselves are the two session fixtures asked for here: pytest sets this one up again
+    # when a test's parameter differs from the last test's, which costs nothing and stops no broker.
+    backend = getattr(request, "param", "default")
+    if backend not in ("default", "container"):
+        raise ValueError(f"kafka_cluster parameter {backend!r}: use 'default' or 'container'")
+    name = "kafka_container_cluster" if backend == "container" else "kafka_default_cluster"
+    cluster: KafkaCluster = request.getfixturevalue(name)
+    return cluster
 
 
 @pytest.fixture(scope="session")
