@@ -7,7 +7,8 @@ tail. Under CI=true a skipped test, or a module skipped while being collected, f
 
 Tests marked ``both_backends`` run twice: ``[default]`` on the session broker (the JVM harness in CI)
 and ``[container]`` on the broker from the locally built image (``kafka_container_cluster``):
-``pytest -k container`` runs that subset. Without a Docker engine and a compose command the
+``pytest -k container`` runs that subset; ``both_backends(container_protocols=("classic",))`` keeps
+one protocol of a slow scenario on the container. Without a Docker engine and a compose command the
 ``[container]`` variants skip, which fails a CI run like any other skip.
 """
 
@@ -44,7 +45,21 @@ def _container_unavailable() -> str | None:
     return None
 
 
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+def _left_out(item: pytest.Item) -> bool:
+    """A [container] variant of a protocol its marker leaves out (``container_protocols=(...)``): a slow
+    scenario runs under both protocols on the default broker and once on the container."""
+    marker = item.get_closest_marker("both_backends")
+    only = marker.kwargs.get("container_protocols") if marker is not None else None
+    callspec = getattr(item, "callspec", None)
+    protocol = callspec.params.get("protocol") if callspec is not None else None
+    return only is not None and _on_container(item) and protocol not in only
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    left_out = [item for item in items if _left_out(item)]
+    if left_out:
+        config.hook.pytest_deselected(items=left_out)
+        items[:] = [item for item in items if item not in left_out]
     for item in items:
         if "integration" in str(item.fspath):
             item.add_marker(pytest.mark.integration)
