@@ -6,8 +6,8 @@ STAMP := $(VENV)/.installed
 
 .PHONY: demo test unit unit-pure-python integration lint typecheck docs clean
 
-# setup.py and the C source too: an editable install builds static_consumer/_crecord.c once, in place.
-$(STAMP): pyproject.toml setup.py static_consumer/_crecord.c
+# setup.py and the C source too: an editable install builds static_consumer/_records/native.c once, in place.
+$(STAMP): pyproject.toml setup.py static_consumer/_records/native.c
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
 	$(BIN)/pip install --quiet -e '.[dev]'
@@ -45,7 +45,7 @@ integration: $(STAMP)
 	$(BIN)/pytest integration
 
 docs: $(STAMP)
-	$(BIN)/python -m static_consumer._docgen > docs/configuration.md
+	$(BIN)/python -m static_consumer.settings._docgen > docs/configuration.md
 
 clean:
 	rm -rf $(VENV) out .mypy_cache .ruff_cache .pytest_cache

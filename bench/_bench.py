@@ -183,7 +183,7 @@ def _version(got: object) -> str:
 
 
 def _record_kind() -> str:
-    from static_consumer._record import NATIVE
+    from static_consumer._records import NATIVE
 
     return "native Record" if NATIVE else "pure-Python Record"
 

@@ -34,8 +34,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from static_consumer._config import consumer_config
 from static_consumer.settings import ConsumerSettings
+from static_consumer.settings._config import consumer_config
 from static_consumer.testing import create_topic, local_cluster
 from static_consumer.testing.group import Group
 from static_consumer.testing.kafka_ops import committed_offsets, high_watermarks, metadata

@@ -56,9 +56,9 @@ from _faults import (
 )
 
 from static_consumer import BrokerUnavailableError, ConsumerSettings, State, StaticConsumer
-from static_consumer._config import ConfigValue
 from static_consumer._core.seam import ConsumerAdapter
 from static_consumer.errors import EXIT_TEMPFAIL
+from static_consumer.settings._config import ConfigValue
 from static_consumer.testing import JvmKafkaCluster, create_topic
 from static_consumer.testing.group import Group
 from static_consumer.testing.jvm import free_ports

@@ -174,7 +174,7 @@ def test_probe_prefers_a_kip848_group_session_timeout_override(
     """A group-level consumer.session.timeout.ms decides how long a crashed member's id stays held, so
     the gate and the wait for a held instance id must use it rather than the broker-wide value (the
     heartbeat interval likewise); the broker's maximum bounds both."""
-    from static_consumer._probe import probe
+    from static_consumer._kafka.probe import probe
     from static_consumer.testing.kafka_ops import set_group_config
 
     overridden, plain = kafka_group_id_factory("override"), kafka_group_id_factory("plain")

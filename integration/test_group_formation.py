@@ -18,7 +18,7 @@ import uuid
 from collections.abc import Callable
 
 from static_consumer import ConsumerSettings
-from static_consumer._probe import probe
+from static_consumer._kafka.probe import probe
 from static_consumer.testing import JvmKafkaCluster, create_topic
 from static_consumer.testing.group import Group
 from static_consumer.testing.processes import ConsumerProcess

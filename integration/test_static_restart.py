@@ -21,7 +21,7 @@ from collections.abc import Callable
 
 import pytest
 
-from static_consumer._group_watch import ConfluentGroupWatch
+from static_consumer._kafka.watch import ConfluentGroupWatch
 from static_consumer.settings import ConsumerSettings
 from static_consumer.testing import describe_group, produce
 from static_consumer.testing.group import CONSUMER_PROTOCOL_SESSION_MS, Group

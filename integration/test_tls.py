@@ -27,7 +27,7 @@ from typing import Any
 import pytest
 
 from static_consumer import ConsumerSettings, MembershipListener, Revoked, StaticConsumer
-from static_consumer._probe import probe
+from static_consumer._kafka.probe import probe
 from static_consumer.admin.members import describe_group, remove_members, scale_down
 from static_consumer.errors import StaticConsumerError
 from static_consumer.events import Lost

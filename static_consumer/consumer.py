@@ -21,7 +21,6 @@ import warnings
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from types import TracebackType
 
-from static_consumer._config import ConfigValue
 from static_consumer._core import ownership
 from static_consumer._core.join import JoinPlan, Prober, plan_join, probe_broker
 from static_consumer._core.modes import mode_for, remove_static_member
@@ -34,6 +33,7 @@ from static_consumer._core.stall import guard
 from static_consumer.errors import ConsumerClosedError
 from static_consumer.events import Closed, Dispatcher, MembershipListener
 from static_consumer.settings import ConsumerSettings
+from static_consumer.settings._config import ConfigValue
 from static_consumer.types import Record, RecordBatch, RecordList, TopicPartition
 
 log = logging.getLogger(__name__)

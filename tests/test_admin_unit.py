@@ -14,7 +14,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from static_consumer import _broker, admin
+from static_consumer import admin
+from static_consumer._kafka import broker as _broker
 from static_consumer.admin._ordinals import instance_id_for, ordinal_of, ordinal_pattern
 from static_consumer.errors import (
     BrokerUnavailableError,
@@ -228,7 +229,7 @@ def test_group_level_errors_say_whether_to_retry(fake: list[FakeAdmin], error: s
 def test_the_login_check_notes_brokers_that_hung_up_during_apiversions() -> None:
     """librdkafka 2.16's log line when Kafka's TLS listener hangs up on a PLAINTEXT client (measured on
     Kafka 4.3); a refused connection is not one."""
-    from static_consumer._broker import _LoginLog
+    from static_consumer._kafka.broker import _LoginLog
 
     log = _LoginLog()
     thread = "[thrd:127.0.0.1:35165/bootstrap]"

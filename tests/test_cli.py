@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from static_consumer._groups import GroupDescription, GroupMember, RemovalFailure, RemovalResult
+from static_consumer._kafka.groups import GroupDescription, GroupMember, RemovalFailure, RemovalResult
 from static_consumer.admin.audit import GroupAudit, audit_description
 from static_consumer.admin.cli import Operations, main
 from static_consumer.capabilities import BrokerCapabilities

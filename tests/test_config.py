@@ -11,10 +11,10 @@ import pytest
 from confluent_kafka.admin import AdminClient
 from kafka.admin import KafkaAdminClient
 
-from static_consumer._config import admin_config, consumer_config, kafka_python_config
-from static_consumer._secrets import redact_items
+from static_consumer._security.secrets import redact_items
 from static_consumer.errors import ConfigurationError
 from static_consumer.settings import ConsumerSettings
+from static_consumer.settings._config import admin_config, consumer_config, kafka_python_config
 
 UNREACHABLE = "127.0.0.1:1"  # librdkafka connects lazily; nothing listens here and nothing is awaited
 SASL: dict[str, Any] = {

@@ -9,7 +9,7 @@ import kafka.errors as kafka_errors
 import pytest
 
 from static_consumer._core.session import TRANSITIONS, Session, State
-from static_consumer._kafka_codes import CODES, ErrorKind, classify
+from static_consumer._kafka.codes import CODES, ErrorKind, classify
 
 
 def _documented_transitions() -> dict[State, frozenset[State]]:

@@ -72,10 +72,10 @@ NOT_ON_THE_CONSUMER_PATH = (
     "static_consumer.testing",
     "static_consumer.demo",
     "static_consumer.spark",
-    "static_consumer._broker",
-    "static_consumer._probe",
-    "static_consumer._kafka_python",
-    "static_consumer._group_watch",  # the wait for a held instance id only
+    "static_consumer._kafka.broker",
+    "static_consumer._kafka.probe",
+    "static_consumer._kafka.kafka_python",
+    "static_consumer._kafka.watch",  # the wait for a held instance id only
 )
 
 

@@ -14,9 +14,9 @@ from typing import Any
 import kafka.errors as kafka_errors
 import pytest
 
-from static_consumer import _broker
 from static_consumer._core.join import plan_join
-from static_consumer._secrets import scrub, scrubbed_logs
+from static_consumer._kafka import broker as _broker
+from static_consumer._security.secrets import scrub, scrubbed_logs
 from static_consumer.capabilities import BrokerCapabilities
 from static_consumer.errors import AuthenticationError, ConfigurationError
 from static_consumer.settings import REDACTED, ConsumerSettings

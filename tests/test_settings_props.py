@@ -22,12 +22,12 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from static_consumer._config import consumer_config, kafka_python_config
 from static_consumer._core.join import plan_join
-from static_consumer._settings_rules import env_var
 from static_consumer.capabilities import BrokerCapabilities
 from static_consumer.errors import ConfigurationError
 from static_consumer.settings import ConsumerSettings
+from static_consumer.settings._config import consumer_config, kafka_python_config
+from static_consumer.settings._rules import env_var
 
 FIELDS = sorted(ConsumerSettings.model_fields)
 BASE: dict[str, Any] = {"bootstrap_servers": "kafka-0:9092", "group_id": "orders", "topics": ("t",)}

@@ -13,9 +13,9 @@ from collections.abc import Callable, Mapping
 
 from static_consumer._core.seam import PollError
 from static_consumer._core.session import Session, State
-from static_consumer._kafka_codes import ErrorKind, name_of
-from static_consumer._oauth import token_lost_error
-from static_consumer._secrets import scrub_for
+from static_consumer._kafka.codes import ErrorKind, name_of
+from static_consumer._security.oauth import token_lost_error
+from static_consumer._security.secrets import scrub_for
 from static_consumer.errors import (
     CommitFailedError,
     FatalConsumerError,

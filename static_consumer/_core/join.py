@@ -11,12 +11,11 @@ import logging
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
-from static_consumer._config import ConfigValue, consumer_config
 from static_consumer._core.seam import AdapterError, ConsumerAdapter, PollError
-from static_consumer._kafka_codes import ErrorKind
-from static_consumer._oauth import first_token, token_error, token_source
-from static_consumer._secrets import scrub_for
-from static_consumer._tls import check_tls_files
+from static_consumer._kafka.codes import ErrorKind
+from static_consumer._security.oauth import first_token, token_error, token_source
+from static_consumer._security.secrets import scrub_for
+from static_consumer._security.tls import check_tls_files
 from static_consumer.capabilities import BrokerCapabilities, StaticDecision, decide
 from static_consumer.errors import (
     AuthenticationError,
@@ -27,6 +26,7 @@ from static_consumer.errors import (
 from static_consumer.events import HeldAssignment
 from static_consumer.identity import Identity, resolve_identity
 from static_consumer.settings import ConsumerSettings
+from static_consumer.settings._config import ConfigValue, consumer_config
 
 log = logging.getLogger(__name__)
 
@@ -37,7 +37,7 @@ HeldLookup = Callable[[], HeldAssignment | None]
 def probe_broker(settings: ConsumerSettings) -> BrokerCapabilities:
     """The default :data:`Prober`: ApiVersions and group configs through kafka-python, imported here
     and not before, so a process that never starts a consumer never loads it."""
-    from static_consumer._probe import probe
+    from static_consumer._kafka.probe import probe
 
     return probe(settings)
 
@@ -155,7 +155,7 @@ def held_lookup(settings: ConsumerSettings, instance_id: str | None) -> HeldLook
 
 
 def _ask(settings: ConsumerSettings, instance_id: str) -> HeldAssignment | None:
-    from static_consumer._broker import describe_group  # a broker call: loaded only when asked
+    from static_consumer._kafka.broker import describe_group  # a broker call: loaded only when asked
 
     try:
         group = describe_group(settings)

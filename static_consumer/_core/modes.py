@@ -30,7 +30,7 @@ from static_consumer._core.seam import AdapterError, ConsumerAdapter, PollError,
 from static_consumer._core.session import Session, State
 from static_consumer._core.stall import threshold_s as stall_threshold_s
 from static_consumer._core.topics import TopicWatch
-from static_consumer._kafka_codes import ErrorKind
+from static_consumer._kafka.codes import ErrorKind
 from static_consumer.errors import StaticConsumerError
 from static_consumer.events import Joining
 from static_consumer.settings import ConsumerSettings
@@ -208,9 +208,9 @@ _AFTER_CLOSE: Mapping[str, Callable[[Session], bool]] = {
 
 
 def remove_static_member(settings: ConsumerSettings, instance_id: str) -> bool:
-    """The default member remover: an admin LeaveGroup by instance id (see ``static_consumer._broker``),
+    """The default member remover: an admin LeaveGroup by instance id (see ``static_consumer._kafka.broker``),
     imported only when a consumer-protocol member leaves its group."""
-    from static_consumer._broker import remove_static_member as remove
+    from static_consumer._kafka.broker import remove_static_member as remove
 
     return remove(settings, instance_id)
 

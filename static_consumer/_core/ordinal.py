@@ -33,7 +33,7 @@ from static_consumer._core.failures import commit_error, is_transient
 from static_consumer._core.seam import AdapterError, ConsumerAdapter, PollError, close_bounded
 from static_consumer._core.session import Session, State
 from static_consumer._core.topics import TopicWatch
-from static_consumer._kafka_codes import BY_NAME
+from static_consumer._kafka.codes import BY_NAME
 from static_consumer.errors import ConfigurationError, FatalConsumerError, RetriableError, StaticConsumerError
 from static_consumer.identity import Identity, ordinal_of
 from static_consumer.retry import RetryPolicy

@@ -15,7 +15,7 @@ librdkafka error: that client is dead, so every try needs a new one. What the gr
   when the holder last heartbeated, and librdkafka drops the broker's message naming the holder.
 
 So instead of retrying blind, the wait watches the group through the session's ``group_watch`` seam
-(``static_consumer._group_watch`` by default) and decides from what it sees:
+(``static_consumer._kafka.watch`` by default) and decides from what it sees:
 
 - holder gone: join at once with a new client. Refused again means another process got the id first;
   it is the new holder, with a clock of its own.
@@ -48,8 +48,8 @@ from typing import Protocol
 from static_consumer._core.failures import scrubbed, unreleased_error
 from static_consumer._core.seam import ConsumerAdapter, PollError
 from static_consumer._core.session import Session, State
-from static_consumer._groups import GroupDescription, GroupMember
-from static_consumer._kafka_codes import ErrorKind
+from static_consumer._kafka.codes import ErrorKind
+from static_consumer._kafka.groups import GroupDescription, GroupMember
 from static_consumer.capabilities import BrokerCapabilities
 from static_consumer.errors import (
     FencedInstanceError,
@@ -96,7 +96,7 @@ GroupWatchFactory = Callable[[ConsumerSettings], GroupWatch]
 
 def open_group_watch(settings: ConsumerSettings) -> GroupWatch:
     """The default :data:`GroupWatchFactory`: one confluent-kafka AdminClient, imported only now."""
-    from static_consumer._group_watch import ConfluentGroupWatch
+    from static_consumer._kafka.watch import ConfluentGroupWatch
 
     return ConfluentGroupWatch(settings)
 

@@ -15,7 +15,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from static_consumer._kafka_codes import ErrorKind, classify
+from static_consumer._kafka.codes import ErrorKind, classify
 from static_consumer.types import Record, RecordBatch, TopicPartition
 
 RebalanceCallback = Callable[[list[TopicPartition]], None]

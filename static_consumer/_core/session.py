@@ -21,17 +21,17 @@ from typing import TYPE_CHECKING, Any
 from static_consumer._core.join import build_client
 from static_consumer._core.offsets import OffsetTracker
 from static_consumer._core.seam import ConsumerAdapter
-from static_consumer._oauth import TokenSource, token_source
+from static_consumer._security.oauth import TokenSource, token_source
 from static_consumer.events import Dispatcher
 from static_consumer.settings import ConsumerSettings
 from static_consumer.types import Record, TopicPartition
 
 if TYPE_CHECKING:
-    from static_consumer._config import ConfigValue
     from static_consumer._core.join import JoinPlan, Prober
     from static_consumer._core.modes import Mode
     from static_consumer._core.rejoin import GroupWatchFactory
     from static_consumer.errors import StaticConsumerError
+    from static_consumer.settings._config import ConfigValue
 
 AdapterFactory = Callable[[dict[str, "ConfigValue"]], ConsumerAdapter]
 MemberRemover = Callable[[ConsumerSettings, str], bool]
@@ -301,7 +301,8 @@ class Session:
 
     def token_lost(self) -> str | None:
         """Why no client can log in any more: the OAUTHBEARER token expired while the provider kept
-        failing (:meth:`~static_consumer._oauth.TokenSource.lost`); None otherwise and without one."""
+        failing (:meth:`~static_consumer._security.oauth.TokenSource.lost`); None otherwise and without
+        one."""
         return None if self.tokens is None else self.tokens.lost()
 
 

@@ -35,7 +35,7 @@ from static_consumer._core.failures import recover_or_die
 from static_consumer._core.poll import accept, after_client_call
 from static_consumer._core.seam import AdapterError, ConsumerAdapter
 from static_consumer._core.session import Session
-from static_consumer._kafka_codes import ErrorKind
+from static_consumer._kafka.codes import ErrorKind
 from static_consumer.events import Stalled, StallVerdict
 from static_consumer.types import Record, TopicPartition
 

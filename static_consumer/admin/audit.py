@@ -23,8 +23,8 @@ from typing import Any
 import kafka.errors as kafka_errors
 
 from assignors import AuditReport, Member, Partition, Plan, compare, range_plan, roundrobin_plan
-from static_consumer import _broker
-from static_consumer._groups import GroupDescription, GroupMember, partitions_to_json
+from static_consumer._kafka import broker as _broker
+from static_consumer._kafka.groups import GroupDescription, GroupMember, partitions_to_json
 from static_consumer.settings import ConsumerSettings
 from static_consumer.types import TopicPartition
 

@@ -19,9 +19,9 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, TextIO
 
-from static_consumer import _probe
-from static_consumer._groups import RemovalResult
-from static_consumer._secrets import ISSUED_TOKENS, env_secrets, scrub
+from static_consumer._kafka import probe as _probe
+from static_consumer._kafka.groups import RemovalResult
+from static_consumer._security.secrets import ISSUED_TOKENS, env_secrets, scrub
 from static_consumer.admin import _render as render
 from static_consumer.admin import audit
 from static_consumer.admin import members as admin

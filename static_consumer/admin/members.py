@@ -17,9 +17,9 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from static_consumer import _broker
-from static_consumer._broker import describe_group
-from static_consumer._groups import GroupDescription, RemovalResult
+from static_consumer._kafka import broker as _broker
+from static_consumer._kafka.broker import describe_group
+from static_consumer._kafka.groups import GroupDescription, RemovalResult
 from static_consumer.admin._ordinals import instance_id_for, ordinal_of, ordinal_pattern
 from static_consumer.errors import ConfigurationError, UnknownInstanceIdError
 from static_consumer.identity import validate_instance_id

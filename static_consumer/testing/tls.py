@@ -111,8 +111,8 @@ class SecureListeners:
     def client_config(self, listener: str, bootstrap: str, **fields: Any) -> dict[str, Any]:
         """librdkafka properties for ``listener`` (e.g. the ``extra`` of ``kafka_ops.produce``): the
         library's own mapping of :meth:`settings_fields`, so the harness connects as the library does."""
-        from static_consumer._config import admin_config
         from static_consumer.settings import ConsumerSettings
+        from static_consumer.settings._config import admin_config
 
         settings = ConsumerSettings(group_id="harness", **self.settings_fields(listener, bootstrap, **fields))
         return dict(admin_config(settings))

@@ -27,14 +27,13 @@ from typing import Any
 import kafka.errors as kafka_errors
 from kafka.admin import MemberToRemove
 
-from static_consumer import _kafka_python
-from static_consumer._config import admin_config
-from static_consumer._group_watch import consumer_group
-from static_consumer._groups import GroupDescription, GroupMember, RemovalFailure
-from static_consumer._kafka_codes import TRANSPORT, ErrorKind, classify
-from static_consumer._oauth import first_token, token_error, token_source
-from static_consumer._secrets import scrub_for
-from static_consumer._tls import check_tls_files, speaks_tls
+from static_consumer._kafka import kafka_python as _kafka_python
+from static_consumer._kafka.codes import TRANSPORT, ErrorKind, classify
+from static_consumer._kafka.groups import GroupDescription, GroupMember, RemovalFailure
+from static_consumer._kafka.watch import consumer_group
+from static_consumer._security.oauth import first_token, token_error, token_source
+from static_consumer._security.secrets import scrub_for
+from static_consumer._security.tls import check_tls_files, speaks_tls
 from static_consumer.errors import (
     AuthenticationError,
     BrokerUnavailableError,
@@ -44,6 +43,7 @@ from static_consumer.errors import (
     StaticConsumerError,
 )
 from static_consumer.settings import ConsumerSettings
+from static_consumer.settings._config import admin_config
 from static_consumer.types import TopicPartition
 
 log = logging.getLogger(__name__)

@@ -1,4 +1,4 @@
-"""Type stub of the native Record (``_crecord.c``); ``_pyrecord`` is the pure-Python twin."""
+"""Type stub of the native Record (``native.c``); ``pure`` is the pure-Python twin."""
 
 from collections.abc import Iterable, Iterator, Sequence
 from typing import Any, ClassVar, Self, SupportsIndex, overload

@@ -16,17 +16,17 @@ ssl_endpoint_identification    ssl.endpoint.identification.    ssl_check_hostnam
                                algorithm (https / none)
 =============================  ==============================  ===============================
 
-The dicts hold secrets in clear because the clients need them: never log them (``static_consumer._secrets``
-masks what must leave the process).
+The dicts hold secrets in clear because the clients need them: never log them
+(``static_consumer._security.secrets`` masks what must leave the process).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 
-from static_consumer._oauth import kafka_python_token_provider, librdkafka_oauth_cb
-from static_consumer._settings_rules import split_servers
-from static_consumer.settings import ConsumerSettings
+from static_consumer._security.oauth import kafka_python_token_provider, librdkafka_oauth_cb
+from static_consumer.settings._model import ConsumerSettings
+from static_consumer.settings._rules import split_servers
 
 # librdkafka's OAUTHBEARER token callback: the one value in a client config that is not a scalar.
 OAuthCallback = Callable[[str], tuple[str, float, str, dict[str, str]]]

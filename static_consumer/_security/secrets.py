@@ -121,7 +121,7 @@ class SecretFilter(logging.Filter):
 
 # kafka-python logs every request at DEBUG, the SaslAuthenticate request with the OAUTHBEARER token in
 # its bytes (kafka-python 3.0: ``kafka.net.connection``, ``kafka.protocol.parser``). Tokens are fetched
-# while a client runs, so this filter learns each one as it is handed out (static_consumer._oauth).
+# while a client runs, so this filter learns each one as it is handed out (static_consumer._security.oauth).
 ISSUED_TOKENS = SecretFilter(keep=64)
 
 

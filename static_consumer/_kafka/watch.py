@@ -26,7 +26,7 @@ import logging
 from collections.abc import Sequence
 from typing import Any
 
-from static_consumer._groups import GroupDescription, GroupMember
+from static_consumer._kafka.groups import GroupDescription, GroupMember
 from static_consumer.settings import ConsumerSettings
 from static_consumer.types import TopicPartition
 
@@ -39,7 +39,7 @@ class ConfluentGroupWatch:
     """Looks at this consumer's group through one AdminClient, each look bounded by ``connect_timeout_s``."""
 
     def __init__(self, settings: ConsumerSettings) -> None:
-        from static_consumer._broker import librdkafka_admin  # imports this module: imported when used
+        from static_consumer._kafka.broker import librdkafka_admin  # imports this module: imported when used
 
         self._group = settings.group_id
         self._timeout = settings.connect_timeout_s

@@ -13,8 +13,8 @@ Who asks for a token when (the provider is called again each time, so it decides
   KIP-368 re-authentication. :class:`_Refreshing` hands it the last token until 80% of its lifetime has
   passed, the same point at which librdkafka refreshes, so a short-lived admin client does not fetch a new
   token per connection and never sends one about to expire. kafka-python logs the SASL request bytes at
-  DEBUG, token included; :data:`static_consumer._secrets.ISSUED_TOKENS` masks every token handed to it
-  in those records.
+  DEBUG, token included; :data:`static_consumer._security.secrets.ISSUED_TOKENS` masks every token handed
+  to it in those records.
 
 A provider that fails (raises, returns something else, or a token that has already expired) is a
 :class:`TokenFailure` here, with the reason in words (never the token). confluent-kafka swallows an
@@ -40,7 +40,7 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
-from static_consumer._secrets import ISSUED_TOKENS, install_filter, scrub_for
+from static_consumer._security.secrets import ISSUED_TOKENS, install_filter, scrub_for
 from static_consumer.errors import AuthenticationError
 
 if TYPE_CHECKING:

@@ -1,4 +1,4 @@
-/* static_consumer._crecord: the native Record (docs/benchmarks.md, "Record").
+/* static_consumer._records.native: the native Record (docs/benchmarks.md, "Record").
 
 A Record is either *message-backed* or *value-backed*:
 
@@ -821,10 +821,10 @@ static PyMethodDef module_methods[] = {
     {NULL}};
 
 static struct PyModuleDef module_def = {
-    PyModuleDef_HEAD_INIT, "static_consumer._crecord",
+    PyModuleDef_HEAD_INIT, "static_consumer._records.native",
     "The native Record: message-backed records made in place of the client's messages.", -1, module_methods};
 
-PyMODINIT_FUNC PyInit__crecord(void) {
+PyMODINIT_FUNC PyInit_native(void) {
     for (int i = 0; i < NMETHODS; i++) {
         method_names[i] = PyUnicode_InternFromString(METHOD_NAMES[i]);
         if (method_names[i] == NULL) return NULL;

@@ -32,13 +32,12 @@ from pydantic import (
 )
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict, SettingsError
 
-from static_consumer._oauth import OAuthBearerToken
-from static_consumer._passthrough import librdkafka_problems
-from static_consumer._secrets import REDACTED, is_secret_key, redact_items
-from static_consumer._settings_rules import (
-    CLASSIC_ONLY_KEYS,
+from static_consumer._security.oauth import OAuthBearerToken
+from static_consumer._security.secrets import redact_items
+from static_consumer.errors import ConfigurationError
+from static_consumer.settings._passthrough import librdkafka_problems
+from static_consumer.settings._rules import (
     ENV_PREFIX,
-    OWNED_KEYS,
     combination_problems,
     describe,
     env_var,
@@ -48,7 +47,6 @@ from static_consumer._settings_rules import (
     split_servers,
     unknown_env_vars,
 )
-from static_consumer.errors import ConfigurationError
 
 log = logging.getLogger(__name__)
 LibrdkafkaValue = str | int | float | bool
@@ -377,14 +375,4 @@ def _misspelled_env_hints(fields: Mapping[str, object]) -> list[str]:
     return hints
 
 
-__all__ = [
-    "CLASSIC_ONLY_KEYS",
-    "ENV_PREFIX",
-    "OWNED_KEYS",
-    "REDACTED",
-    "ConsumerSettings",
-    "LibrdkafkaValue",
-    "OAuthBearerToken",
-    "env_var",
-    "is_secret_key",
-]
+__all__ = ["ConsumerSettings", "LibrdkafkaValue"]

@@ -23,7 +23,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from static_consumer._secrets import REDACTED, is_secret_key, scrub
+from static_consumer._security.secrets import REDACTED, is_secret_key, scrub
 
 # librdkafka's log lines of the throw-away handle ("No bootstrap.servers configured") are expected.
 _QUIET = logging.getLogger("static_consumer.librdkafka.settings_check")

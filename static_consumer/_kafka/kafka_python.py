@@ -22,12 +22,12 @@ from typing import Any
 import kafka.errors as kafka_errors
 from kafka.admin import KafkaAdminClient
 
-from static_consumer._config import kafka_python_config
-from static_consumer._kafka_codes import CODES, ErrorKind, classify
-from static_consumer._oauth import first_token, token_error, token_source
-from static_consumer._secrets import scrubbed_logs, secrets_of
-from static_consumer._tls import check_tls_files
+from static_consumer._kafka.codes import CODES, ErrorKind, classify
+from static_consumer._security.oauth import first_token, token_error, token_source
+from static_consumer._security.secrets import scrubbed_logs, secrets_of
+from static_consumer._security.tls import check_tls_files
 from static_consumer.settings import ConsumerSettings
+from static_consumer.settings._config import kafka_python_config
 
 # kafka-python's own errors that carry no broker code: the cluster did not answer in time.
 _UNREACHABLE = (kafka_errors.KafkaTimeoutError, kafka_errors.KafkaConnectionError)

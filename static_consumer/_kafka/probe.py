@@ -15,10 +15,10 @@ from typing import Any
 import kafka.errors as kafka_errors
 from kafka.admin import ConfigResource, ConfigResourceType
 
-from static_consumer._broker import credentials, explain, failed_login, tls_hint
-from static_consumer._kafka_codes import ErrorKind
-from static_consumer._kafka_python import admin_client, kind_of
-from static_consumer._secrets import scrub_for
+from static_consumer._kafka.broker import credentials, explain, failed_login, tls_hint
+from static_consumer._kafka.codes import ErrorKind
+from static_consumer._kafka.kafka_python import admin_client, kind_of
+from static_consumer._security.secrets import scrub_for
 from static_consumer.capabilities import GROUP_CONFIGS, BrokerCapabilities
 from static_consumer.errors import (
     AuthenticationError,
@@ -152,7 +152,8 @@ def _scrub(exc: BaseException, settings: ConsumerSettings) -> str:
 
 
 def main(argv: list[str] | None = None) -> None:
-    """``python -m static_consumer._probe HOST:PORT`` prints the capabilities as JSON (fixture format)."""
+    """``python -m static_consumer._kafka.probe HOST:PORT`` prints the capabilities as JSON (the fixture
+    format)."""
     import json
     import sys
 

@@ -1,4 +1,4 @@
-"""The pure-Python Record: what static_consumer uses when its C extension (``_crecord.c``) is not built
+"""The pure-Python Record: what static_consumer uses when its C extension (``native.c``) is not built
 or ``STATIC_CONSUMER_PURE_PYTHON=1`` is set. Same public behaviour as the native Record, slower.
 
 The native Record answers fields from the client's message; this one reads every field when the record
