@@ -14,7 +14,7 @@ records, per path:
 - ``StaticConsumer``: what ``start()`` + ``consume()`` raise when the probe is bypassed, i.e. how the
   consumer itself meets the failure (``consume()`` is called for at most ``--bound-s`` x 3);
 - ``describe``: what ``admin.members.describe_group`` raises (kafka-python path);
-- ``AdminClient``: what ``_broker.describe_consumer_protocol`` raises, and the first error_cb error of
+- ``AdminClient``: what ``_kafka.describe.describe_consumer_protocol`` raises, and the first error_cb error of
   a raw AdminClient;
 
 each with the time to fail, and whether any configured secret (key password, token) showed up in the
@@ -37,7 +37,7 @@ from pathlib import Path
 from typing import Any
 
 from static_consumer import ConsumerSettings, StaticConsumer
-from static_consumer._kafka.broker import describe_consumer_protocol
+from static_consumer._kafka.describe import describe_consumer_protocol
 from static_consumer._kafka.kafka_python import admin_client
 from static_consumer._kafka.probe import probe
 from static_consumer.admin.members import describe_group

@@ -15,7 +15,7 @@ import kafka.errors as kafka_errors
 import pytest
 
 from static_consumer._core.join import plan_join
-from static_consumer._kafka import broker as _broker
+from static_consumer._kafka.kafka_python import translate
 from static_consumer._security.secrets import scrub, scrubbed_logs
 from static_consumer.capabilities import BrokerCapabilities
 from static_consumer.errors import AuthenticationError, ConfigurationError
@@ -74,7 +74,7 @@ def test_scrub_masks_plain_and_bytes_repr_forms() -> None:
 def test_a_sasl_refusal_is_an_authentication_error_which_is_a_configuration_error() -> None:
     settings = ConsumerSettings(**SASL)
     refusal = kafka_errors.SaslAuthenticationFailedError(f"invalid credentials {PASSWORD}")
-    error = _broker.translate(refusal, settings, "describe group g")
+    error = translate(refusal, settings, "describe group g")
     assert isinstance(error, AuthenticationError) and isinstance(error, ConfigurationError)
     assert not error.retriable and error.exit_code == 78
     assert "'alice'" in str(error) and PASSWORD not in str(error)

@@ -12,7 +12,7 @@ from fakes import Assign, FakeFactory, OutOfBand, logged_consumer, rec, tp
 
 from static_consumer import OAuthBearerToken
 from static_consumer._core.seam import PollError
-from static_consumer._kafka.broker import error_for
+from static_consumer._kafka.admin_client import error_for
 from static_consumer._kafka.codes import FATAL, ErrorKind
 from static_consumer._kafka.probe import probe
 from static_consumer._security.secrets import redact_items

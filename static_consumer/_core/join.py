@@ -155,7 +155,7 @@ def held_lookup(settings: ConsumerSettings, instance_id: str | None) -> HeldLook
 
 
 def _ask(settings: ConsumerSettings, instance_id: str) -> HeldAssignment | None:
-    from static_consumer._kafka.broker import describe_group  # a broker call: loaded only when asked
+    from static_consumer._kafka.describe import describe_group  # a broker call: loaded only when asked
 
     try:
         group = describe_group(settings)

@@ -208,9 +208,9 @@ _AFTER_CLOSE: Mapping[str, Callable[[Session], bool]] = {
 
 
 def remove_static_member(settings: ConsumerSettings, instance_id: str) -> bool:
-    """The default member remover: an admin LeaveGroup by instance id (see ``static_consumer._kafka.broker``),
+    """The default member remover: an admin LeaveGroup by instance id (``static_consumer._kafka.members``),
     imported only when a consumer-protocol member leaves its group."""
-    from static_consumer._kafka.broker import remove_static_member as remove
+    from static_consumer._kafka.members import remove_static_member as remove
 
     return remove(settings, instance_id)
 

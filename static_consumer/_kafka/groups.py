@@ -1,6 +1,6 @@
 """What a consumer group looks like from outside: members, instance ids, hosts, assignments. Pure data.
 
-Built by ``static_consumer._kafka.broker`` from the broker's DescribeGroups (classic groups) or
+Built by ``describe`` from the broker's DescribeGroups (classic groups) or
 ConsumerGroupDescribe (KIP-848 groups) answers; read by ``admin``, ``audit`` and the CLI.
 """
 

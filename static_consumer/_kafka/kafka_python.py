@@ -1,12 +1,12 @@
-"""kafka-python admin clients for the probe and the broker calls: closed, classified, quiet about secrets.
+"""kafka-python admin sessions for the probe and the broker calls: closed, classified, quiet about secrets.
 
-Imported only where kafka-python is used (the capability probe, ``_broker``, the operator tools), never
-by the consume path. Two kafka-python 3.0 behaviours are guarded against here (both seen against a
-Kafka 4.3 SASL listener):
+Imported only where kafka-python is used (the capability probe, the group reads, member removal, the
+operator tools), never by the consume path. Two kafka-python 3.0 behaviours are guarded against here
+(both seen against a Kafka 4.3 SASL listener):
 
 - Its bootstrap retries a refused SASL authentication until the bootstrap timeout and then reports only
   "Unable to bootstrap", so a wrong password would look like an unreachable broker: callers ask
-  librdkafka after such a failure (``_broker.explain``).
+  librdkafka after such a failure (:func:`explain`).
 - At DEBUG it logs its whole configuration (SASL password included) and every request, including the
   SASL PLAIN authentication bytes, which hold the password. While a client lives, a filter on the
   ``kafka`` loggers masks the configured secrets in every record.
@@ -22,13 +22,17 @@ from typing import Any
 import kafka.errors as kafka_errors
 from kafka.admin import KafkaAdminClient
 
+from static_consumer._kafka.admin_client import error_for
 from static_consumer._kafka.codes import CODES, ErrorKind, classify
+from static_consumer._kafka.login import failed_login, login_refusal
 from static_consumer._security.oauth import first_token, token_error, token_source
 from static_consumer._security.secrets import scrubbed_logs, secrets_of
 from static_consumer._security.tls import check_tls_files
+from static_consumer.errors import StaticConsumerError
 from static_consumer.settings import ConsumerSettings
 from static_consumer.settings._config import kafka_python_config
 
+CLIENT_ID = "static-consumer-admin"
 # kafka-python's own errors that carry no broker code: the cluster did not answer in time.
 _UNREACHABLE = (kafka_errors.KafkaTimeoutError, kafka_errors.KafkaConnectionError)
 # How kafka-python renders a broker error as text ("[Error 69] GroupIdNotFoundError: ..."), e.g. the
@@ -91,4 +95,43 @@ def admin_client(settings: ConsumerSettings, client_id: str) -> Iterator[Any]:
                     client.close()
 
 
-__all__ = ["admin_client", "kind_of", "kind_of_text"]
+@contextmanager
+def kafka_admin(settings: ConsumerSettings, doing: str) -> Iterator[Any]:
+    """A kafka-python KafkaAdminClient for ``doing`` (e.g. "describe group g"), closed on exit.
+
+    Broker errors raised inside the block are translated (see :func:`translate`). The local checks (TLS
+    files, the OAUTHBEARER provider's first token) run before any client is built, and a refusal of the
+    credentials or a failed TLS handshake ends it at once (see ``login.check_login``), not after
+    ``connect_timeout_s``.
+    """
+    failed = failed_login(settings)
+    if failed is not None:
+        raise error_for(*failed, settings, doing)
+    try:
+        with admin_client(settings, CLIENT_ID) as admin:
+            yield admin
+    except kafka_errors.KafkaError as exc:
+        raise translate(explain(exc, settings), settings, doing) from None
+
+
+def explain(exc: kafka_errors.KafkaError, settings: ConsumerSettings) -> kafka_errors.KafkaError:
+    """The SASL refusal behind a kafka-python timeout or lost connection, if the brokers refuse the
+    credentials; else ``exc`` itself.
+
+    kafka-python 3.0 drops the broker's refusal whenever the broker closes the connection right after
+    sending it (it reads the data and the end of stream together and keeps only the end), so with SCRAM
+    a wrong password mostly surfaces as "Unable to bootstrap". librdkafka reports it reliably.
+    """
+    if kind_of(exc) is ErrorKind.UNREACHABLE:
+        reason = login_refusal(settings)
+        if reason is not None:
+            return kafka_errors.SaslAuthenticationFailedError(reason)
+    return exc
+
+
+def translate(exc: BaseException, settings: ConsumerSettings, doing: str) -> StaticConsumerError:
+    """The project error for a kafka-python error met while ``doing`` something."""
+    return error_for(kind_of(exc), str(exc) or type(exc).__name__, settings, doing)
+
+
+__all__ = ["CLIENT_ID", "admin_client", "explain", "kafka_admin", "kind_of", "kind_of_text", "translate"]

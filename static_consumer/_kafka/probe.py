@@ -15,9 +15,10 @@ from typing import Any
 import kafka.errors as kafka_errors
 from kafka.admin import ConfigResource, ConfigResourceType
 
-from static_consumer._kafka.broker import credentials, explain, failed_login, tls_hint
+from static_consumer._kafka.admin_client import credentials, tls_hint
 from static_consumer._kafka.codes import ErrorKind
-from static_consumer._kafka.kafka_python import admin_client, kind_of
+from static_consumer._kafka.kafka_python import admin_client, explain, kind_of
+from static_consumer._kafka.login import failed_login
 from static_consumer._security.secrets import scrub_for
 from static_consumer.capabilities import GROUP_CONFIGS, BrokerCapabilities
 from static_consumer.errors import (

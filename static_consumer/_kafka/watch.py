@@ -26,7 +26,9 @@ import logging
 from collections.abc import Sequence
 from typing import Any
 
-from static_consumer._kafka.groups import GroupDescription, GroupMember
+from static_consumer._kafka.admin_client import librdkafka_admin
+from static_consumer._kafka.describe import ask_consumer_group
+from static_consumer._kafka.groups import GroupDescription
 from static_consumer.settings import ConsumerSettings
 from static_consumer.types import TopicPartition
 
@@ -39,8 +41,6 @@ class ConfluentGroupWatch:
     """Looks at this consumer's group through one AdminClient, each look bounded by ``connect_timeout_s``."""
 
     def __init__(self, settings: ConsumerSettings) -> None:
-        from static_consumer._kafka.broker import librdkafka_admin  # imports this module: imported when used
-
         self._group = settings.group_id
         self._timeout = settings.connect_timeout_s
         self._admin: Any = librdkafka_admin(settings, f"watch group {settings.group_id}")
@@ -50,8 +50,7 @@ class ConfluentGroupWatch:
         from confluent_kafka import KafkaException
 
         try:
-            future = self._admin.describe_consumer_groups([self._group], request_timeout=self._timeout)
-            return consumer_group(self._group, future[self._group].result(timeout=self._timeout))
+            return ask_consumer_group(self._admin, self._group, self._timeout)
         except (KafkaException, concurrent.futures.TimeoutError) as exc:
             log.debug("could not describe group %r: %s", self._group, exc)
             return None
@@ -101,39 +100,4 @@ class ConfluentGroupWatch:
         self._admin = None
 
 
-def consumer_group(group_id: str, desc: Any) -> GroupDescription:
-    """A confluent-kafka ``ConsumerGroupDescription`` as a :class:`GroupDescription`."""
-    members = tuple(
-        GroupMember(
-            member_id=m.member_id,
-            instance_id=m.group_instance_id or None,
-            client_id=m.client_id or "",
-            host=str(m.host or "").lstrip("/"),
-            subscription=None,
-            assignment=_partitions(m.assignment),
-            target_assignment=_partitions(m.target_assignment) if m.target_assignment else None,
-        )
-        for m in desc.members
-    )
-    coordinator = getattr(desc, "coordinator", None)
-    return GroupDescription(
-        group_id=group_id,
-        state=_camel(getattr(desc.state, "name", str(desc.state))),
-        group_type=getattr(desc.type, "name", str(desc.type)).lower(),
-        assignor=desc.partition_assignor or None,
-        members=members,
-        coordinator=getattr(coordinator, "id", None),
-    )
-
-
-def _partitions(assignment: Any) -> tuple[TopicPartition, ...]:
-    parts = getattr(assignment, "topic_partitions", None) or ()
-    return tuple(sorted(TopicPartition(tp.topic, tp.partition) for tp in parts))
-
-
-def _camel(enum_name: str) -> str:
-    """``PREPARING_REBALANCE`` -> ``PreparingRebalance``: the broker's own spelling of group states."""
-    return "".join(word.capitalize() for word in enum_name.split("_"))
-
-
-__all__ = ["NO_OFFSET", "ConfluentGroupWatch", "consumer_group"]
+__all__ = ["NO_OFFSET", "SESSION_OVERRIDE", "ConfluentGroupWatch"]
