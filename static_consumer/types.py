@@ -21,21 +21,12 @@ import functools
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from itertools import compress, repeat
 from operator import attrgetter, itemgetter
-from typing import Any, NamedTuple, Self, SupportsIndex, TypeVar, cast
+from typing import Any, Self, SupportsIndex, TypeVar, cast
 
 from static_consumer._records import Record, column
+from static_consumer._records.partition import TopicPartition
 
 _T = TypeVar("_T")
-
-
-class TopicPartition(NamedTuple):
-    """One partition of a topic. Ordered by (topic, partition)."""
-
-    topic: str
-    partition: int
-
-    def __str__(self) -> str:
-        return f"{self.topic}[{self.partition}]"
 
 
 Headers = tuple[tuple[str, bytes | None], ...]

@@ -49,7 +49,7 @@ static PyTypeObject TrackedRecordType;
 static PyObject *method_names[NMETHODS];
 static PyObject *field_names; /* tuple of str: _fields and __match_args__ */
 static PyObject *empty_tuple;
-static PyObject *topic_partition_type; /* static_consumer.types.TopicPartition, looked up when first used */
+static PyObject *topic_partition_type; /* TopicPartition (static_consumer._records.partition), looked up when first used */
 
 /* -- calling the message's accessors ---------------------------------------------------------------- */
 
@@ -241,10 +241,10 @@ static PyObject *get_field(RecordObject *self, void *index) { return field(self,
 
 static PyObject *get_topic_partition(RecordObject *self, void *unused) {
     if (topic_partition_type == NULL) {
-        PyObject *types = PyImport_ImportModule("static_consumer.types");
-        if (types == NULL) return NULL;
-        topic_partition_type = PyObject_GetAttrString(types, "TopicPartition");
-        Py_DECREF(types);
+        PyObject *module = PyImport_ImportModule("static_consumer._records.partition");
+        if (module == NULL) return NULL;
+        topic_partition_type = PyObject_GetAttrString(module, "TopicPartition");
+        Py_DECREF(module);
         if (topic_partition_type == NULL) return NULL;
     }
     PyObject *args[3] = {NULL, field(self, F_TOPIC), NULL};

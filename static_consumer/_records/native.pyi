@@ -3,7 +3,7 @@
 from collections.abc import Iterable, Iterator, Sequence
 from typing import Any, ClassVar, Self, SupportsIndex, overload
 
-from static_consumer.types import TopicPartition
+from static_consumer._records.partition import TopicPartition
 
 _Headers = tuple[tuple[str, bytes | None], ...]
 

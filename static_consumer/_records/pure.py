@@ -13,6 +13,8 @@ from itertools import repeat
 from operator import attrgetter
 from typing import Any, Final, SupportsIndex, overload
 
+from static_consumer._records.partition import TopicPartition
+
 # librdkafka's RD_KAFKA_TIMESTAMP_NOT_AVAILABLE (confluent_kafka.TIMESTAMP_NOT_AVAILABLE; a unit test
 # pins that they agree): timestamp_ms is None for it.
 _TIMESTAMP_NOT_AVAILABLE = 0
@@ -62,9 +64,7 @@ class Record:
     headers = _field(7)
 
     @property
-    def topic_partition(self) -> Any:
-        from static_consumer.types import TopicPartition
-
+    def topic_partition(self) -> TopicPartition:
         return TopicPartition(self._values[0], self._values[1])
 
     # -- a tuple of the fields, as a named tuple is --------------------------------------------------

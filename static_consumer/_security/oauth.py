@@ -38,13 +38,10 @@ import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
-from static_consumer._security.secrets import ISSUED_TOKENS, install_filter, scrub_for
+from static_consumer._security.secrets import ISSUED_TOKENS, SecretFields, install_filter, scrub_for
 from static_consumer.errors import AuthenticationError
-
-if TYPE_CHECKING:
-    from static_consumer.settings import ConsumerSettings
 
 log = logging.getLogger(__name__)
 
@@ -259,7 +256,21 @@ def token_source(config: Mapping[str, object]) -> TokenSource | None:
     return None
 
 
-def first_token(config: Mapping[str, object], settings: ConsumerSettings, doing: str = "") -> None:
+class ClientFields(SecretFields, Protocol):
+    """The settings fields the token functions read (``ConsumerSettings`` has them): the bound for the
+    first token, and what an error names (secrets masked)."""
+
+    @property
+    def bootstrap_servers(self) -> str: ...
+
+    @property
+    def group_id(self) -> str: ...
+
+    @property
+    def connect_timeout_s(self) -> float: ...
+
+
+def first_token(config: Mapping[str, object], settings: ClientFields, doing: str = "") -> None:
     """Fetch the first token of the client about to be built from ``config``, within
     ``connect_timeout_s``; raise AuthenticationError with the provider's reason when there is none."""
     source = token_source(config)
@@ -271,7 +282,7 @@ def first_token(config: Mapping[str, object], settings: ConsumerSettings, doing:
         raise token_error(settings, str(failure), doing) from None
 
 
-def token_error(settings: ConsumerSettings, reason: str, doing: str = "") -> AuthenticationError:
+def token_error(settings: ClientFields, reason: str, doing: str = "") -> AuthenticationError:
     """The error for a provider that gave no usable token (``reason`` from :class:`TokenFailure`)."""
     text = scrub_for(settings, reason)
     where = f"{doing}: " if doing else f"brokers at {settings.bootstrap_servers}: "
@@ -282,7 +293,7 @@ def token_error(settings: ConsumerSettings, reason: str, doing: str = "") -> Aut
     )
 
 
-def token_lost_error(settings: ConsumerSettings, reason: str) -> AuthenticationError:
+def token_lost_error(settings: ClientFields, reason: str) -> AuthenticationError:
     """The error for a running client whose last token expired while the provider kept failing."""
     text = scrub_for(settings, reason)
     return AuthenticationError(
@@ -294,6 +305,7 @@ def token_lost_error(settings: ConsumerSettings, reason: str) -> AuthenticationE
 
 __all__ = [
     "REFRESH_AT",
+    "ClientFields",
     "LibrdkafkaTokens",
     "OAuthBearerToken",
     "TokenFailure",

@@ -12,14 +12,31 @@ import threading
 from collections import deque
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from typing import TYPE_CHECKING
-
-if TYPE_CHECKING:
-    from static_consumer.settings import ConsumerSettings
+from typing import Protocol
 
 REDACTED = "**********"
 MIN_LEARNED = 8  # the shortest value SecretFilter.add learns
 _SECRET_MARKERS = ("password", "secret", "token", "key", "credential", "jaas", "oauthbearer.config")
+
+
+class Secret(Protocol):
+    """A value kept out of reprs (pydantic's ``SecretStr``)."""
+
+    def get_secret_value(self) -> str: ...
+
+
+class SecretFields(Protocol):
+    """The settings fields that can hold secrets (``ConsumerSettings`` has them): what :func:`scrub_for`
+    masks. A Protocol, so this module needs nothing from the settings."""
+
+    @property
+    def sasl_password(self) -> Secret | None: ...
+
+    @property
+    def ssl_key_password(self) -> Secret | None: ...
+
+    @property
+    def librdkafka(self) -> Mapping[str, object]: ...
 
 
 def is_secret_key(key: str) -> bool:
@@ -42,7 +59,7 @@ def redact_url_params(url: str) -> str:
     return f"{address}{sep}{REDACTED}" if sep else url
 
 
-def secrets_of(settings: ConsumerSettings) -> tuple[str, ...]:
+def secrets_of(settings: SecretFields) -> tuple[str, ...]:
     """The secret values configured in ``settings`` (non-empty ones): what :func:`scrub` must mask.
     OAUTHBEARER tokens are not configured but handed out while clients run: :data:`ISSUED_TOKENS`."""
     values = (settings.sasl_password, settings.ssl_key_password)
@@ -69,7 +86,7 @@ def scrub(text: str, secrets: Sequence[str]) -> str:
     return text
 
 
-def scrub_for(settings: ConsumerSettings, text: str) -> str:
+def scrub_for(settings: SecretFields, text: str) -> str:
     """``text`` with every secret configured in ``settings`` and every OAUTHBEARER token handed out
     (:data:`ISSUED_TOKENS`) masked."""
     return ISSUED_TOKENS.scrub(scrub(text, secrets_of(settings)))
@@ -154,6 +171,8 @@ def scrubbed_logs(secrets: Sequence[str], prefix: str = "kafka") -> Iterator[Non
 __all__ = [
     "ISSUED_TOKENS",
     "REDACTED",
+    "Secret",
+    "SecretFields",
     "SecretFilter",
     "env_secrets",
     "install_filter",

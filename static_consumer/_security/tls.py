@@ -25,17 +25,34 @@ import os
 import re
 import socket
 import ssl
-from typing import TYPE_CHECKING
+from typing import Protocol
 
+from static_consumer._security.secrets import Secret
 from static_consumer.errors import ConfigurationError
-
-if TYPE_CHECKING:
-    from static_consumer.settings import ConsumerSettings
 
 TLS_PROTOCOLS = frozenset({"SSL", "SASL_SSL"})
 
 
-def check_tls_files(settings: ConsumerSettings) -> None:
+class TlsFields(Protocol):
+    """The settings fields :func:`check_tls_files` reads (``ConsumerSettings`` has them)."""
+
+    @property
+    def security_protocol(self) -> str: ...
+
+    @property
+    def ssl_ca_location(self) -> str | None: ...
+
+    @property
+    def ssl_certificate_location(self) -> str | None: ...
+
+    @property
+    def ssl_key_location(self) -> str | None: ...
+
+    @property
+    def ssl_key_password(self) -> Secret | None: ...
+
+
+def check_tls_files(settings: TlsFields) -> None:
     """Raise ConfigurationError naming the field when a TLS file of ``settings`` cannot be used."""
     if settings.security_protocol not in TLS_PROTOCOLS:
         return
@@ -193,4 +210,4 @@ def _reason(exc: BaseException) -> str:
     return str(exc) or type(exc).__name__
 
 
-__all__ = ["TLS_PROTOCOLS", "check_tls_files", "speaks_tls", "validity"]
+__all__ = ["TLS_PROTOCOLS", "TlsFields", "check_tls_files", "speaks_tls", "validity"]

@@ -7,14 +7,11 @@ from __future__ import annotations
 
 import difflib
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from types import MappingProxyType
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from pydantic import ValidationError
-
-if TYPE_CHECKING:
-    from static_consumer.settings import ConsumerSettings
 
 ENV_PREFIX = "STATIC_CONSUMER_"
 
@@ -79,6 +76,77 @@ OTHER_ENV_VARS = frozenset(
 )
 
 
+class Fields(Protocol):
+    """The settings as the rules read them (``ConsumerSettings`` is one). A Protocol, so the rules do
+    not import the model whose validator calls them."""
+
+    @property
+    def model_fields_set(self) -> set[str]: ...
+
+    @property
+    def protocol(self) -> str: ...
+
+    @property
+    def assignment_mode(self) -> str: ...
+
+    @property
+    def static_policy(self) -> str: ...
+
+    @property
+    def instance_id(self) -> str | None: ...
+
+    @property
+    def replicas(self) -> int | None: ...
+
+    @property
+    def topics(self) -> Sequence[str]: ...
+
+    @property
+    def session_timeout_ms(self) -> int: ...
+
+    @property
+    def heartbeat_interval_ms(self) -> int | None: ...
+
+    @property
+    def max_poll_interval_ms(self) -> int: ...
+
+    @property
+    def remote_assignor(self) -> str | None: ...
+
+    @property
+    def security_protocol(self) -> str: ...
+
+    @property
+    def sasl_mechanism(self) -> str | None: ...
+
+    @property
+    def sasl_username(self) -> str | None: ...
+
+    @property
+    def sasl_password(self) -> object | None: ...
+
+    @property
+    def sasl_oauth_token_provider(self) -> object | None: ...
+
+    @property
+    def ssl_ca_location(self) -> str | None: ...
+
+    @property
+    def ssl_certificate_location(self) -> str | None: ...
+
+    @property
+    def ssl_key_location(self) -> str | None: ...
+
+    @property
+    def ssl_key_password(self) -> object | None: ...
+
+    @property
+    def ssl_endpoint_identification(self) -> bool: ...
+
+    @property
+    def librdkafka(self) -> Mapping[str, object]: ...
+
+
 def env_var(field_name: str) -> str:
     """The environment variable that sets ``field_name``."""
     return ENV_PREFIX + field_name.upper()
@@ -127,7 +195,7 @@ def is_topic(name: str) -> bool:
     return 0 < len(name) <= 249 and name not in (".", "..") and _KAFKA_NAME.fullmatch(name) is not None
 
 
-def combination_problems(s: ConsumerSettings) -> list[str]:
+def combination_problems(s: Fields) -> list[str]:
     """Cross-field rules. Each message says what to change."""
     out: list[str] = []
     if s.protocol == "classic":
@@ -168,7 +236,7 @@ def combination_problems(s: ConsumerSettings) -> list[str]:
     return out + _security_problems(s) + _passthrough_problems(s)
 
 
-def _security_problems(s: ConsumerSettings) -> list[str]:
+def _security_problems(s: Fields) -> list[str]:
     out: list[str] = []
     sasl_fields = ("sasl_mechanism", "sasl_username", "sasl_password", "sasl_oauth_token_provider")
     if s.security_protocol.startswith("SASL_"):
@@ -196,7 +264,7 @@ def _security_problems(s: ConsumerSettings) -> list[str]:
     return out
 
 
-def _sasl_problems(s: ConsumerSettings) -> list[str]:
+def _sasl_problems(s: Fields) -> list[str]:
     protocol = f"security_protocol={s.security_protocol}"
     if s.sasl_mechanism is None:
         missing = ["sasl_mechanism"]
@@ -227,7 +295,7 @@ def _sasl_problems(s: ConsumerSettings) -> list[str]:
     return out
 
 
-def _passthrough_problems(s: ConsumerSettings) -> list[str]:
+def _passthrough_problems(s: Fields) -> list[str]:
     out: list[str] = []
     for key in s.librdkafka:
         k = key.strip().lower()
