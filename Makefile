@@ -7,17 +7,19 @@ STAMP := $(VENV)/.installed
 .PHONY: demo test unit unit-pure-python integration lint typecheck docs clean
 
 # setup.py and the C source too: an editable install builds static_consumer/_records/native.c once, in place.
-$(STAMP): pyproject.toml setup.py static_consumer/_records/native.c
+# Both distributions of this repository in one pip command, so the lab (static-consumer-lab: the harness,
+# the pytest plugin, the demo) comes from ./lab and not from a package index.
+$(STAMP): pyproject.toml setup.py static_consumer/_records/native.c lab/pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
-	$(BIN)/pip install --quiet -e '.[dev]'
+	$(BIN)/pip install --quiet -e ./lab -e '.[dev]'
 	touch $(STAMP)
 
 demo: $(STAMP)
 	$(BIN)/static-consumer demo
 
 lint: $(STAMP)
-	$(BIN)/ruff check static_consumer assignors tests integration bench
+	$(BIN)/ruff check static_consumer assignors lab tests integration bench
 
 typecheck: $(STAMP)
 	$(BIN)/mypy

@@ -44,11 +44,11 @@ from static_consumer.admin.members import describe_group
 from static_consumer.capabilities import BrokerCapabilities
 from static_consumer.errors import StaticConsumerError
 from static_consumer.settings._config import admin_config, consumer_config
-from static_consumer.testing import JvmKafkaCluster, create_topic, produce
-from static_consumer.testing.certs import generate_pki
-from static_consumer.testing.oauth import UnsecuredTokens
-from static_consumer.testing.sasl import SaslUsers
-from static_consumer.testing.tls import MTLS, OAUTH, OTHER_HOST, SASL_MECHANISMS, SSL, SecureListeners
+from static_consumer_lab import JvmKafkaCluster, create_topic, produce
+from static_consumer_lab.certs import generate_pki
+from static_consumer_lab.oauth import UnsecuredTokens
+from static_consumer_lab.sasl import SaslUsers
+from static_consumer_lab.tls import MTLS, OAUTH, OTHER_HOST, SASL_MECHANISMS, SSL, SecureListeners
 
 LOG = io.StringIO()
 

@@ -28,10 +28,10 @@ from static_consumer.admin.members import describe_group, remove_members, scale_
 from static_consumer.errors import AuthenticationError, ConfigurationError
 from static_consumer.events import FatalError
 from static_consumer.telemetry import EventLog
-from static_consumer.testing import JvmKafkaCluster, create_topic, produce
-from static_consumer.testing.oauth import UnsecuredTokens
-from static_consumer.testing.tls import MTLS, OAUTH, OTHER_HOST, SASL_SSL, SSL
 from static_consumer.types import Record
+from static_consumer_lab import JvmKafkaCluster, create_topic, produce
+from static_consumer_lab.oauth import UnsecuredTokens
+from static_consumer_lab.tls import MTLS, OAUTH, OTHER_HOST, SASL_SSL, SSL
 
 CONNECT_TIMEOUT_S = 20.0
 FAST_S = 12.0  # well under CONNECT_TIMEOUT_S: the failure came from the handshake, not the timeout

@@ -169,7 +169,7 @@ def test_redacted_masks_secret_values_and_keeps_the_rest() -> None:
 
 
 def test_kafka_python_never_prompts_for_the_pass_phrase_of_an_encrypted_key(tmp_path: Path) -> None:
-    from static_consumer.testing.certs import generate_pki
+    from static_consumer_lab.certs import generate_pki
 
     pki = generate_pki(tmp_path)
     s = make(

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from static_consumer.testing import HarnessError, select_backend
-from static_consumer.testing.jvm import new_cluster_id
+from static_consumer_lab import HarnessError, select_backend
+from static_consumer_lab.jvm import new_cluster_id
 
 
 def _never() -> bool:

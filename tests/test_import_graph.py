@@ -69,8 +69,8 @@ NOT_ON_THE_CONSUMER_PATH = (
     "kafka",  # kafka-python: the capability probe and the broker calls only
     "confluent_kafka.admin",
     "static_consumer.admin",
-    "static_consumer.testing",
-    "static_consumer.demo",
+    "static_consumer_lab",
+    "static_consumer_lab.demo",
     "static_consumer.spark",
     # Kafka I/O outside the consume loop: only its error table and group data are on the path
     "static_consumer._kafka.admin_client",
@@ -141,7 +141,7 @@ def test_only_the_adapter_imports_confluent_kafka_at_module_level_in_the_core_an
 
 
 def test_the_core_never_imports_operator_tools_the_harness_or_the_demo() -> None:
-    forbidden = ("static_consumer.admin", "static_consumer.testing", "static_consumer.demo", "kafka")
+    forbidden = ("static_consumer.admin", "static_consumer_lab", "static_consumer_lab.demo", "kafka")
     for path in (PACKAGE / "_core").glob("*.py"):
         imported = _top_level_imports(path)
         bad = sorted(m for m in imported for f in forbidden if m == f or m.startswith(f + "."))

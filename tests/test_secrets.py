@@ -24,7 +24,7 @@ from static_consumer.errors import (
 )
 from static_consumer.settings import ConsumerSettings
 from static_consumer.settings._config import admin_config, consumer_config, kafka_python_config
-from static_consumer.testing.certs import generate_pki
+from static_consumer_lab.certs import generate_pki
 
 PASSWORD = "sasl-pw-Zq81"
 KEY_PASSWORD = "key-pw-Lm27"

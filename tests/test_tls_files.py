@@ -16,7 +16,7 @@ import pytest
 from static_consumer import ConsumerSettings, exit_code_for
 from static_consumer._security.tls import _check_not_expired, check_tls_files, speaks_tls, validity
 from static_consumer.errors import ConfigurationError
-from static_consumer.testing.certs import Pki, generate_pki, self_signed_pem
+from static_consumer_lab.certs import Pki, generate_pki, self_signed_pem
 
 
 @pytest.fixture(scope="module")
