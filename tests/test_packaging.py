@@ -4,6 +4,7 @@ demo come with the second distribution of this repository (static-consumer-lab, 
 
 from __future__ import annotations
 
+import shutil
 import subprocess
 import sys
 import zipfile
@@ -16,11 +17,21 @@ ROOT = Path(__file__).resolve().parent.parent
 Wheels = dict[str, zipfile.ZipFile]  # distribution (as in the file name) -> its wheel
 
 
+# What a checkout holds besides the sources: never part of a wheel built from a clean clone.
+_NOT_SOURCES = shutil.ignore_patterns("__pycache__", "*.so", "build", "*.egg-info", ".*")
+
+
 @pytest.fixture(scope="module")
 def wheels(tmp_path_factory: pytest.TempPathFactory) -> Wheels:
-    out = tmp_path_factory.mktemp("wheels")
+    """Both wheels, built from a copy of the sources (setuptools builds in the source tree)."""
+    src, out = tmp_path_factory.mktemp("src"), tmp_path_factory.mktemp("wheels")
+    for name in ("pyproject.toml", "setup.py", "README.md", "lab/pyproject.toml", "lab/README.md"):
+        (src / name).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy(ROOT / name, src / name)
+    for package in ("static_consumer", "assignors", "lab/static_consumer_lab"):
+        shutil.copytree(ROOT / package, src / package, ignore=_NOT_SOURCES)
     pip_wheel = [sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q", "-w", out]
-    subprocess.run([*pip_wheel, ROOT, ROOT / "lab"], check=True, timeout=600, capture_output=True)
+    subprocess.run([*pip_wheel, src, src / "lab"], check=True, timeout=600, capture_output=True)
     found = {path.name.split("-")[0]: zipfile.ZipFile(path) for path in out.glob("*.whl")}
     assert set(found) == {"static_consumer", "static_consumer_lab"}, found
     return found
