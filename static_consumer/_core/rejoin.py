@@ -41,15 +41,14 @@ means it was replaced while it was away, which is fencing.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
-from typing import Protocol
 
 from static_consumer._core.failures import scrubbed, unreleased_error
-from static_consumer._core.seam import ConsumerAdapter, PollError
+from static_consumer._core.seam import ConsumerAdapter, GroupWatch, PollError
 from static_consumer._core.session import Session, State
 from static_consumer._kafka.codes import ErrorKind
-from static_consumer._kafka.groups import GroupDescription, GroupMember
+from static_consumer._kafka.groups import GroupMember
 from static_consumer.capabilities import BrokerCapabilities
 from static_consumer.errors import (
     FencedInstanceError,
@@ -73,29 +72,8 @@ JOIN_POLLS = 25
 JOIN_POLL_S = 0.2  # so a join attempt watches the client for at most JOIN_POLLS * JOIN_POLL_S = 5 s
 
 
-class GroupWatch(Protocol):
-    """The broker look-ups of the wait; both return None when the broker did not answer."""
-
-    def look(self) -> GroupDescription | None:
-        """The group as its coordinator describes it now (members, assignments, coordinator id)."""
-        ...
-
-    def committed(self, partitions: Sequence[TopicPartition]) -> Mapping[TopicPartition, int] | None:
-        """The group's committed offsets of ``partitions`` (-1 where none)."""
-        ...
-
-    def session_ms(self) -> int | None:
-        """The group's own ``consumer.session.timeout.ms`` override now; None without one or unanswered."""
-        ...
-
-    def close(self) -> None: ...
-
-
-GroupWatchFactory = Callable[[ConsumerSettings], GroupWatch]
-
-
 def open_group_watch(settings: ConsumerSettings) -> GroupWatch:
-    """The default :data:`GroupWatchFactory`: one confluent-kafka AdminClient, imported only now."""
+    """The default ``GroupWatchFactory`` (``seam``): one confluent-kafka AdminClient, imported only now."""
     from static_consumer._kafka.watch import ConfluentGroupWatch
 
     return ConfluentGroupWatch(settings)
@@ -367,8 +345,6 @@ def _not_released(session: Session, budget: ReleaseBudget) -> UnreleasedInstance
 
 
 __all__ = [
-    "GroupWatch",
-    "GroupWatchFactory",
     "ReleaseBudget",
     "open_group_watch",
     "release_budget",

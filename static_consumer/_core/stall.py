@@ -57,8 +57,9 @@ _WAIT: Mapping[StallVerdict, Callable[[float], float]] = {
 }
 
 
-def threshold_s(session: Session) -> float:
-    """The longest gap between client returns that is not checked, from the session timeout.
+def threshold_s(session_ms: float, heartbeat_ms: int | None = None) -> float:
+    """The longest gap between client returns that is not checked, from the group session's timeout and,
+    where the client knows it (classic), its heartbeat interval; the group mode says which they are.
 
     Half the session timeout, and at most three quarters of (session - heartbeat interval) when the
     interval is known (classic). Why: the broker counts the session from the last heartbeat it
@@ -70,16 +71,8 @@ def threshold_s(session: Session) -> float:
     a busy host. A lower threshold only adds checks that were not needed (one commit round trip each,
     measured 1-5 ms); a higher one would miss expiries.
     """
-    settings, plan = session.settings, session.plan
-    assert plan is not None  # a member joins after its plan exists
-    heartbeat_ms: object = None
-    if settings.protocol == "classic":
-        session_ms = settings.session_timeout_ms
-        heartbeat_ms = plan.config.get("heartbeat.interval.ms")
-    else:  # the broker's session timeout, group override included (read by the probe)
-        session_ms = plan.capabilities.consumer_session_timeout_ms or UNKNOWN_SESSION_MS
     bound = session_ms / 2
-    if isinstance(heartbeat_ms, int) and heartbeat_ms < session_ms:
+    if heartbeat_ms is not None and heartbeat_ms < session_ms:
         bound = min(bound, (session_ms - heartbeat_ms) * 3 / 4)
     return bound / 1000
 
