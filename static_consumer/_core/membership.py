@@ -44,6 +44,7 @@ class GroupMode:
     left to :class:`ClassicMode` and :class:`ConsumerMode`."""
 
     protocol: ClassVar[str]
+    refusal: ClassVar[str]  # why a group refuses a member of this protocol, and what to change
 
     def __init__(self) -> None:
         self.topics: TopicWatch | None = None  # from the first join on, across client replacements
@@ -83,7 +84,8 @@ class GroupMode:
         return False
 
     def refused(self, session: Session, error: PollError) -> StaticConsumerError:
-        raise NotImplementedError
+        group_id = session.settings.group_id
+        return protocol_mismatch_error(error, group_id=group_id, protocol=self.protocol, why=self.refusal)
 
     def _replace_client(self, session: Session) -> ConsumerAdapter:
         old, session.adapter = session.adapter, None
@@ -119,6 +121,12 @@ class ClassicMode(GroupMode):
     """A member under the classic protocol (JoinGroup/SyncGroup, the client's own assignor)."""
 
     protocol = "classic"
+    refusal = (
+        "the group is a consumer-protocol (KIP-848) group with live members and the brokers' "
+        "group.consumer.migration.policy is 'disabled', which refuses classic members (set it to "
+        "'downgrade' or 'bidirectional', or migrate offline: stop every member, then start them with "
+        "protocol='classic'), or the members share no assignor with this one"
+    )
 
     def session_timing(self, session: Session) -> tuple[float, int | None]:
         assert session.plan is not None  # a member joins after its plan exists
@@ -162,16 +170,6 @@ class ClassicMode(GroupMode):
         session.move(State.JOINING)
         self._replace_client(session)
 
-    def refused(self, session: Session, error: PollError) -> StaticConsumerError:
-        why = (
-            "the group is a consumer-protocol (KIP-848) group with live members and the brokers' "
-            "group.consumer.migration.policy is 'disabled', which refuses classic members (set it to "
-            "'downgrade' or 'bidirectional', or migrate offline: stop every member, then start them with "
-            "protocol='classic'), or the members share no assignor with this one"
-        )
-        group_id = session.settings.group_id
-        return protocol_mismatch_error(error, group_id=group_id, protocol=self.protocol, why=why)
-
     def before_close(self, session: Session, adapter: ConsumerAdapter) -> None:
         """Unsubscribe, then poll until the revoke ran (nothing owned any more): that sends LeaveGroup."""
         adapter.unsubscribe()
@@ -189,6 +187,13 @@ class ConsumerMode(GroupMode):
     """A member under the consumer protocol (KIP-848: heartbeats, the broker's assignor)."""
 
     protocol = "consumer"
+    refusal = (
+        "the group is a classic group with live members, and the brokers' "
+        "group.consumer.migration.policy ('disabled' or 'downgrade') forbids converting it online "
+        "(or the group id belongs to a share or streams group). Set the policy to 'upgrade' or "
+        "'bidirectional' on every broker, or migrate offline: stop every member, then start them with "
+        "protocol='consumer'"
+    )
 
     def session_timing(self, session: Session) -> tuple[float, int | None]:
         assert session.plan is not None  # a member joins after its plan exists
@@ -205,17 +210,6 @@ class ConsumerMode(GroupMode):
             return False
         wait_for_release(session, error, partial(self._replace_client, session), handle)
         return True
-
-    def refused(self, session: Session, error: PollError) -> StaticConsumerError:
-        why = (
-            "the group is a classic group with live members, and the brokers' "
-            "group.consumer.migration.policy ('disabled' or 'downgrade') forbids converting it online "
-            "(or the group id belongs to a share or streams group). Set the policy to 'upgrade' or "
-            "'bidirectional' on every broker, or migrate offline: stop every member, then start them with "
-            "protocol='consumer'"
-        )
-        group_id = session.settings.group_id
-        return protocol_mismatch_error(error, group_id=group_id, protocol=self.protocol, why=why)
 
     def after_close(self, session: Session) -> bool:
         """Admin removal by instance id after close. False (logged) when it failed."""

@@ -13,6 +13,9 @@ from typing import Protocol
 
 from pydantic import ValidationError
 
+from static_consumer._security.secrets import SecretFields
+from static_consumer._security.tls import TlsFields
+
 ENV_PREFIX = "STATIC_CONSUMER_"
 
 # librdkafka keys this library derives from typed fields, with the field to use instead. A passthrough
@@ -76,9 +79,9 @@ OTHER_ENV_VARS = frozenset(
 )
 
 
-class Fields(Protocol):
-    """The settings as the rules read them (``ConsumerSettings`` is one). A Protocol, so the rules do
-    not import the model whose validator calls them."""
+class Fields(TlsFields, SecretFields, Protocol):
+    """The settings as the rules read them (``ConsumerSettings`` is one), the TLS files and secrets
+    included. A Protocol, so the rules do not import the model whose validator calls them."""
 
     @property
     def model_fields_set(self) -> set[str]: ...
@@ -114,37 +117,16 @@ class Fields(Protocol):
     def remote_assignor(self) -> str | None: ...
 
     @property
-    def security_protocol(self) -> str: ...
-
-    @property
     def sasl_mechanism(self) -> str | None: ...
 
     @property
     def sasl_username(self) -> str | None: ...
 
     @property
-    def sasl_password(self) -> object | None: ...
-
-    @property
     def sasl_oauth_token_provider(self) -> object | None: ...
 
     @property
-    def ssl_ca_location(self) -> str | None: ...
-
-    @property
-    def ssl_certificate_location(self) -> str | None: ...
-
-    @property
-    def ssl_key_location(self) -> str | None: ...
-
-    @property
-    def ssl_key_password(self) -> object | None: ...
-
-    @property
     def ssl_endpoint_identification(self) -> bool: ...
-
-    @property
-    def librdkafka(self) -> Mapping[str, object]: ...
 
 
 def env_var(field_name: str) -> str:
