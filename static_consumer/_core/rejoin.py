@@ -34,7 +34,7 @@ So instead of retrying blind, the wait watches the group through the session's `
   below session + margin, and never before a holder seen before it ran out had its session + margin: the
   bound ends waits that cannot see the group or whose coordinator keeps moving, not a slow release.
 
-Only a static member that was never assigned waits (``GroupMode.recover``): afterwards the same refusal
+Only a static member that was never assigned waits (``ConsumerMode.recover``): afterwards the same refusal
 means it was replaced while it was away, which is fencing.
 """
 
