@@ -21,9 +21,10 @@ from typing import Any
 
 import pytest
 
-from static_consumer import ConsumerSettings, MembershipListener, StaticConsumer, _tls, exit_code_for
+from static_consumer import ConsumerSettings, MembershipListener, StaticConsumer, exit_code_for
 from static_consumer._kafka.describe import describe_consumer_protocol
 from static_consumer._kafka.probe import probe
+from static_consumer._security import tls as _tls
 from static_consumer.admin.members import describe_group, remove_members, scale_down
 from static_consumer.errors import AuthenticationError, ConfigurationError
 from static_consumer.events import FatalError
