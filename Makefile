@@ -6,18 +6,20 @@ STAMP := $(VENV)/.installed
 
 .PHONY: demo test unit unit-pure-python integration container-test image lint typecheck docs clean
 
-# setup.py and the C source too: an editable install builds static_consumer/_crecord.c once, in place.
-$(STAMP): pyproject.toml setup.py static_consumer/_crecord.c
+# setup.py and the C source too: an editable install builds static_consumer/_records/native.c once, in place.
+# Both distributions of this repository in one pip command, so the lab (static-consumer-lab: the harness,
+# the pytest plugin, the demo) comes from ./lab and not from a package index.
+$(STAMP): pyproject.toml setup.py static_consumer/_records/native.c lab/pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
-	$(BIN)/pip install --quiet -e '.[dev]'
+	$(BIN)/pip install --quiet -e ./lab -e '.[dev]'
 	touch $(STAMP)
 
 demo: $(STAMP)
 	$(BIN)/static-consumer demo
 
 lint: $(STAMP)
-	$(BIN)/ruff check static_consumer assignors tests integration bench
+	$(BIN)/ruff check static_consumer assignors lab tests integration bench
 
 typecheck: $(STAMP)
 	$(BIN)/mypy
@@ -46,7 +48,7 @@ integration: $(STAMP)
 
 # The Kafka image of the container backend (docs/testing.md): built once per Kafka version and recipe.
 image: $(STAMP)
-	$(BIN)/python -m static_consumer.testing.kafka_image build
+	$(BIN)/python -m static_consumer_lab.kafka_image build
 
 # The integration tests' [container] variants only, on that image (needs a Docker engine and compose).
 container-test: $(STAMP)
@@ -54,7 +56,7 @@ container-test: $(STAMP)
 	$(BIN)/pytest integration -k container -p no:cacheprovider --junitxml=out/junit-container.xml
 
 docs: $(STAMP)
-	$(BIN)/python -m static_consumer._docgen > docs/configuration.md
+	$(BIN)/python -m static_consumer.settings._docgen > docs/configuration.md
 
 clean:
 	rm -rf $(VENV) out .mypy_cache .ruff_cache .pytest_cache

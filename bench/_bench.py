@@ -18,7 +18,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from static_consumer.testing.kafka_ops import QUIET_LOGGER
+from static_consumer_lab.kafka_ops import QUIET_LOGGER
 
 HEADERS = [("trace-id", b"0af7651916cd43dd8448eb211c80319c"), ("source", b"bench")]
 
@@ -183,7 +183,7 @@ def _version(got: object) -> str:
 
 
 def _record_kind() -> str:
-    from static_consumer._record import NATIVE
+    from static_consumer._records import NATIVE
 
     return "native Record" if NATIVE else "pure-Python Record"
 

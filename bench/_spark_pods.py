@@ -2,7 +2,7 @@
 Kafka source on the same server, in one run (``python bench/bench_spark.py --pods``).
 
 Every pod is a child process (a StatefulSet pod: static member ``bench-<i>`` with its own partitions,
-``static_consumer.testing.child`` in ``spark`` mode) with a Spark Connect session on one server started
+``static_consumer_lab.child`` in ``spark`` mode) with a Spark Connect session on one server started
 from PySpark's own launch script; each batch goes to Spark's ``noop`` writer. A round is timed from the
 first pod's ``ready`` (session created; the group join is inside the time) to the last batch handed
 over by any pod. The native source reads the same topic through the same server
@@ -18,9 +18,9 @@ import uuid
 from pathlib import Path
 from typing import Any
 
-from static_consumer.testing import ConsumerProcess
-from static_consumer.testing.processes import wait_until
-from static_consumer.testing.spark import SparkConnectServer
+from static_consumer_lab import ConsumerProcess
+from static_consumer_lab.processes import wait_until
+from static_consumer_lab.spark import SparkConnectServer
 
 FETCH: dict[str, Any] = {"fetch.message.max.bytes": 10 * 1024 * 1024, "queued.min.messages": 1_000_000}
 

@@ -147,7 +147,7 @@ def main() -> None:
     sys.path.insert(0, str(Path(__file__).parent))
     from _bench import machine
 
-    from static_consumer.testing import create_topic, local_cluster
+    from static_consumer_lab import create_topic, local_cluster
 
     kinds = args.consumers.split(",")
     expected = int(args.per_minute * args.minutes)

@@ -20,11 +20,11 @@ import time
 import uuid
 from pathlib import Path
 
-from static_consumer._config import consumer_config
 from static_consumer.settings import ConsumerSettings
-from static_consumer.testing import create_topic, local_cluster
-from static_consumer.testing.processes import ConsumerProcess, wait_until
-from static_consumer.testing.specs import confluent_spec
+from static_consumer.settings._config import consumer_config
+from static_consumer_lab import create_topic, local_cluster
+from static_consumer_lab.processes import ConsumerProcess, wait_until
+from static_consumer_lab.specs import confluent_spec
 
 GOAL_S = 5.0
 

@@ -46,12 +46,12 @@ from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass, field
 from typing import Any
 
-from static_consumer.testing import JvmKafkaCluster, create_topic, describe_group
-from static_consumer.testing.group import Group
-from static_consumer.testing.kafka_ops import set_group_config
-from static_consumer.testing.processes import ConsumerProcess, wait_until
-from static_consumer.testing.producer import SteadyProducer
-from static_consumer.testing.specs import static_spec
+from static_consumer_lab import JvmKafkaCluster, create_topic, describe_consumer_group
+from static_consumer_lab.group import Group
+from static_consumer_lab.kafka_ops import set_group_config
+from static_consumer_lab.processes import ConsumerProcess, wait_until
+from static_consumer_lab.producer import SteadyProducer
+from static_consumer_lab.specs import static_spec
 
 PARTITIONS = 6
 MEMBERS = ("app-0", "app-1", "app-2")
@@ -147,7 +147,11 @@ class _NoOverride(Group):
 
 def member_id(bootstrap: str, group: str, instance_id: str) -> str | None:
     return next(
-        (m.member_id for m in describe_group(bootstrap, group).members if m.group_instance_id == instance_id),
+        (
+            m.member_id
+            for m in describe_consumer_group(bootstrap, group).members
+            if m.group_instance_id == instance_id
+        ),
         None,
     )
 
@@ -162,7 +166,7 @@ def watching_release(bootstrap: str, group: str, old: str | None, limit_s: float
         deadline = time.monotonic() + limit_s
         while not stop.is_set() and time.monotonic() < deadline and old is not None:
             try:
-                ids = {m.member_id for m in describe_group(bootstrap, group).members}
+                ids = {m.member_id for m in describe_consumer_group(bootstrap, group).members}
             except Exception:  # noqa: BLE001 - a describe during a coordinator hiccup: look again
                 ids = {old}
             if old not in ids:

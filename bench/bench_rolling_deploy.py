@@ -3,7 +3,7 @@
     python bench/bench_rolling_deploy.py --repeats 3 --strategies all \\
         --config members=6,restart_delay_s=0 --config members=6,restart_delay_s=10
 
-Each ``--config`` sets :class:`static_consumer.demo.strategies.DemoConfig` fields (``partitions``
+Each ``--config`` sets :class:`static_consumer_lab.demo.strategies.DemoConfig` fields (``partitions``
 defaults to 2 x ``members``); each run is one ``static-consumer demo`` bounce, its events and table
 saved under ``--out/<config>/<n>/`` (``static-consumer demo --recount`` reads any of them back). Runs of
 a configuration alternate with the other configurations' (config A, B, A, B, ...), so a change in the
@@ -27,14 +27,14 @@ from dataclasses import fields
 from pathlib import Path
 from typing import Any
 
-from static_consumer.demo import plot
-from static_consumer.demo.metrics import ROWS, Metrics, differences
-from static_consumer.demo.recount import recount_dir
-from static_consumer.demo.report import header, write_json
-from static_consumer.demo.rundata import prepare
-from static_consumer.demo.runner import run_demo
-from static_consumer.demo.strategies import ALL_STRATEGIES, DemoConfig
-from static_consumer.testing import local_cluster
+from static_consumer_lab import local_cluster
+from static_consumer_lab.demo import plot
+from static_consumer_lab.demo.metrics import ROWS, Metrics, differences
+from static_consumer_lab.demo.recount import recount_dir
+from static_consumer_lab.demo.report import header, write_json
+from static_consumer_lab.demo.rundata import prepare
+from static_consumer_lab.demo.runner import run_demo
+from static_consumer_lab.demo.strategies import ALL_STRATEGIES, DemoConfig
 
 
 def _config(text: str, strategies: tuple[str, ...]) -> DemoConfig:

@@ -8,13 +8,13 @@ TLS port and the reverse, an OAUTHBEARER token provider that raises or returns a
 records, per path:
 
 - ``kafka-python``: the raw exception of a KafkaAdminClient (what the probe and LeaveGroup use);
-- ``probe``: what :func:`static_consumer._probe.probe` raises (the consumer's first step);
+- ``probe``: what :func:`static_consumer._kafka.probe.probe` raises (the consumer's first step);
 - ``librdkafka consumer``: the first error a raw confluent-kafka Consumer built from
   ``consumer_config(settings)`` reports (error_cb or poll), with KafkaError code and name;
 - ``StaticConsumer``: what ``start()`` + ``consume()`` raise when the probe is bypassed, i.e. how the
   consumer itself meets the failure (``consume()`` is called for at most ``--bound-s`` x 3);
 - ``describe``: what ``admin.members.describe_group`` raises (kafka-python path);
-- ``AdminClient``: what ``_broker.describe_consumer_protocol`` raises, and the first error_cb error of
+- ``AdminClient``: what ``_kafka.describe.describe_consumer_protocol`` raises, and the first error_cb error of
   a raw AdminClient;
 
 each with the time to fail, and whether any configured secret (key password, token) showed up in the
@@ -37,18 +37,18 @@ from pathlib import Path
 from typing import Any
 
 from static_consumer import ConsumerSettings, StaticConsumer
-from static_consumer._broker import describe_consumer_protocol
-from static_consumer._config import admin_config, consumer_config
-from static_consumer._kafka_python import admin_client
-from static_consumer._probe import probe
+from static_consumer._kafka.describe import describe_consumer_protocol
+from static_consumer._kafka.kafka_python import admin_client
+from static_consumer._kafka.probe import probe
 from static_consumer.admin.members import describe_group
 from static_consumer.capabilities import BrokerCapabilities
 from static_consumer.errors import StaticConsumerError
-from static_consumer.testing import JvmKafkaCluster, create_topic, produce
-from static_consumer.testing.certs import generate_pki
-from static_consumer.testing.oauth import UnsecuredTokens
-from static_consumer.testing.sasl import SaslUsers
-from static_consumer.testing.tls import MTLS, OAUTH, OTHER_HOST, SASL_MECHANISMS, SSL, SecureListeners
+from static_consumer.settings._config import admin_config, consumer_config
+from static_consumer_lab import JvmKafkaCluster, create_topic, produce
+from static_consumer_lab.certs import generate_pki
+from static_consumer_lab.oauth import UnsecuredTokens
+from static_consumer_lab.sasl import SaslUsers
+from static_consumer_lab.tls import MTLS, OAUTH, OTHER_HOST, SASL_MECHANISMS, SSL, SecureListeners
 
 LOG = io.StringIO()
 

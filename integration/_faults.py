@@ -5,14 +5,14 @@
 
 from __future__ import annotations
 
-from static_consumer.testing import JvmKafkaCluster, KafkaCluster, describe_group
-from static_consumer.testing.containers import ContainerKafkaCluster
-from static_consumer.testing.group import Group
-from static_consumer.testing.kafka_ops import high_watermarks, metadata
-from static_consumer.testing.pauses import went_backwards
-from static_consumer.testing.processes import wait_until
-from static_consumer.testing.producer import SteadyProducer as SteadyProducer
-from static_consumer.testing.rebalances import Rebalance
+from static_consumer_lab import JvmKafkaCluster, KafkaCluster, describe_consumer_group
+from static_consumer_lab.containers import ContainerKafkaCluster
+from static_consumer_lab.group import Group
+from static_consumer_lab.kafka_ops import high_watermarks, metadata
+from static_consumer_lab.pauses import went_backwards
+from static_consumer_lab.processes import wait_until
+from static_consumer_lab.producer import SteadyProducer as SteadyProducer
+from static_consumer_lab.rebalances import Rebalance
 
 
 def wait_all_consumed(group: Group, timeout_s: float = 120.0) -> set[tuple[str, int, int]]:
@@ -56,7 +56,7 @@ def coordinator(bootstrap: str, group_id: str, timeout_s: float = 60.0) -> int:
 
     def ask() -> bool:
         try:
-            found.append(describe_group(bootstrap, group_id, timeout_s=5.0).coordinator.id)
+            found.append(describe_consumer_group(bootstrap, group_id, timeout_s=5.0).coordinator.id)
         except Exception:  # noqa: BLE001 - coordinator moving or loading
             return False
         return True
@@ -67,9 +67,8 @@ def coordinator(bootstrap: str, group_id: str, timeout_s: float = 60.0) -> int:
 
 def member_ids(bootstrap: str, group_id: str) -> dict[str, str]:
     """instance id -> member id, as the coordinator knows them."""
-    return {
-        m.group_instance_id: m.member_id for m in describe_group(bootstrap, group_id, timeout_s=10).members
-    }
+    members = describe_consumer_group(bootstrap, group_id, timeout_s=10).members
+    return {m.group_instance_id: m.member_id for m in members}
 
 
 def assigned_member_ids(group: Group) -> dict[str, str]:

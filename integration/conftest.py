@@ -1,6 +1,6 @@
 """Integration tests run against a real Apache Kafka broker from the static_consumer pytest plugin.
 
-The plugin (``-p static_consumer.testing.plugin`` in pyproject.toml's addopts) provides the fixtures;
+The plugin (``-p static_consumer_lab.plugin`` in pyproject.toml's addopts) provides the fixtures;
 nothing here may skip: if the broker cannot start, every test errors and CI fails with the broker log
 tail. Under CI=true a skipped test, or a module skipped while being collected, fails the run
 (tests/test_integration_no_skips.py runs this file on a temporary suite to prove both).
@@ -18,7 +18,7 @@ import os
 
 import pytest
 
-from static_consumer.testing.containers import COMPOSE_COMMANDS, compose_command, docker_engine_reachable
+from static_consumer_lab.containers import COMPOSE_COMMANDS, compose_command, docker_engine_reachable
 
 
 @pytest.fixture(scope="session")

@@ -16,9 +16,9 @@ from typing import Any
 from static_consumer.admin import describe_group
 from static_consumer.admin.cli import main
 from static_consumer.settings import ConsumerSettings
-from static_consumer.testing.group import shorten_consumer_session
-from static_consumer.testing.processes import ConsumerProcess, wait_until
-from static_consumer.testing.specs import confluent_spec
+from static_consumer_lab.group import shorten_consumer_session
+from static_consumer_lab.processes import ConsumerProcess, wait_until
+from static_consumer_lab.specs import confluent_spec
 
 # Long enough that a test passing within seconds proves the removal, not the expiry, moved the partitions.
 SESSION_TIMEOUT_MS = 60_000

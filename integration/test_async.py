@@ -34,12 +34,12 @@ from static_consumer.aio import AsyncStaticConsumer, run_until_sigterm
 from static_consumer.errors import FencedInstanceError
 from static_consumer.events import Fenced, Revoked
 from static_consumer.shutdown import exit_code_for
-from static_consumer.testing import produce
-from static_consumer.testing.group import Group
-from static_consumer.testing.kafka_ops import high_watermarks
-from static_consumer.testing.loop_lag import LoopLag
-from static_consumer.testing.processes import ConsumerProcess
 from static_consumer.types import RecordBatch
+from static_consumer_lab import produce
+from static_consumer_lab.group import Group
+from static_consumer_lab.kafka_ops import high_watermarks
+from static_consumer_lab.loop_lag import LoopLag
+from static_consumer_lab.processes import ConsumerProcess
 
 PARTITIONS = 4
 SIGNAL = signal.SIGUSR2  # sent to this process; the runner handles it through the loop like SIGTERM

@@ -14,10 +14,10 @@ import pytest
 from static_consumer.admin.audit import audit_group
 from static_consumer.admin.cli import main
 from static_consumer.settings import ConsumerSettings
-from static_consumer.testing import add_partitions
-from static_consumer.testing.processes import ConsumerProcess, wait_until
-from static_consumer.testing.specs import confluent_spec
 from static_consumer.types import TopicPartition
+from static_consumer_lab import add_partitions
+from static_consumer_lab.processes import ConsumerProcess, wait_until
+from static_consumer_lab.specs import confluent_spec
 
 StartFn = Callable[..., ConsumerProcess]
 

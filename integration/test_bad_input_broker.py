@@ -25,7 +25,7 @@ from static_consumer import (
     StaticConsumer,
     exit_code_for,
 )
-from static_consumer.testing import create_topic, describe_group, produce
+from static_consumer_lab import create_topic, describe_consumer_group, produce
 
 CONNECT_TIMEOUT_S = 3.0
 SLACK_S = 10.0  # interpreter, DNS-free connect refusals and client teardown; generous on purpose
@@ -106,7 +106,7 @@ def test_invalid_instance_id_never_reaches_the_real_broker(
     group = kafka_group_id_factory()
     error, _ = _start(_settings(kafka_bootstrap_servers, group_id=group, instance_id="a" * 250))
     assert isinstance(error, InvalidInstanceIdError) and "249" in str(error)
-    assert list(describe_group(kafka_bootstrap_servers, group).members) == []
+    assert list(describe_consumer_group(kafka_bootstrap_servers, group).members) == []
 
 
 @pytest.mark.parametrize(

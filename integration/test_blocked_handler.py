@@ -31,10 +31,10 @@ from pathlib import Path
 import pytest
 from _faults import SteadyProducer, assert_all_consumed_and_committed, logged_rebalances
 
-from static_consumer.testing import KafkaCluster
-from static_consumer.testing.group import Group
-from static_consumer.testing.pauses import sampling_commits, stale_commits, stale_records, taken_over
-from static_consumer.testing.processes import ConsumerProcess, Event, wait_until
+from static_consumer_lab import KafkaCluster
+from static_consumer_lab.group import Group
+from static_consumer_lab.pauses import sampling_commits, stale_commits, stale_records, taken_over
+from static_consumer_lab.processes import ConsumerProcess, Event, wait_until
 
 PARTITIONS = 4
 SESSION_MS = 5000  # heartbeats every 0.5 s

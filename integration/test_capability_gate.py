@@ -15,10 +15,10 @@ from typing import Any, Literal
 import pytest
 
 from static_consumer import ConsumerSettings, StaticConsumer
-from static_consumer.testing import describe_group
-from static_consumer.testing.jvm import JvmKafkaCluster
-from static_consumer.testing.processes import ConsumerProcess, wait_until
-from static_consumer.testing.specs import confluent_spec, static_spec
+from static_consumer_lab import describe_consumer_group
+from static_consumer_lab.jvm import JvmKafkaCluster
+from static_consumer_lab.processes import ConsumerProcess, wait_until
+from static_consumer_lab.specs import confluent_spec, static_spec
 
 HARNESS_MIN_SESSION_MS = 1000  # the harness broker's group.min.session.timeout.ms (Kafka's default: 6000)
 BROKER_DEFAULT_CONSUMER_SESSION_MS = 45000  # group.consumer.session.timeout.ms, not changed by the harness
@@ -51,7 +51,7 @@ def test_static_policy_decides_whether_the_member_has_an_instance_id(
     assert (ready["static"], ready["instance_id"]) == (instance_id is not None, instance_id)
     member_id = proc.wait_for_kind("assigned", timeout_s=60)["member_id"]
     # What the broker sees: the instance id (POD_NAME orders-0) for a static member, none for a dynamic one.
-    members = describe_group(kafka_bootstrap_servers, group).members
+    members = describe_consumer_group(kafka_bootstrap_servers, group).members
     assert [(m.group_instance_id, m.member_id) for m in members] == [(instance_id, member_id)]
     assert proc.stop() == 0
 
@@ -59,7 +59,7 @@ def test_static_policy_decides_whether_the_member_has_an_instance_id(
 def _assert_refused_before_joining(proc: ConsumerProcess, bootstrap: str, group: str, bounds: str) -> None:
     """Exit 69 with SessionTimeoutOutOfBoundsError naming the broker's bounds; never a member in the group."""
     while proc.returncode is None:
-        assert list(describe_group(bootstrap, group).members) == []
+        assert list(describe_consumer_group(bootstrap, group).members) == []
         time.sleep(0.2)
     assert proc.wait(timeout_s=5) == 69, proc.stderr_tail()
     error = proc.wait_for_kind("error", timeout_s=1)
@@ -68,7 +68,7 @@ def _assert_refused_before_joining(proc: ConsumerProcess, bootstrap: str, group:
     # start() raised before the client existed: no "ready", and librdkafka never sent a JoinGroup.
     assert [e["kind"] for e in proc.events()] == ["error", "exit"]
     assert "INVALID_SESSION_TIMEOUT" not in proc.stderr_tail(200)
-    assert list(describe_group(bootstrap, group).members) == []
+    assert list(describe_consumer_group(bootstrap, group).members) == []
 
 
 def test_session_timeout_below_the_broker_minimum_fails_before_joining(
@@ -164,7 +164,7 @@ def test_a_session_timeout_shorter_than_a_restart_is_warned_about_and_still_join
         while not consumer.assignment and time.monotonic() < deadline:
             consumer.poll(0.2)
         assert consumer.assignment
-        members = describe_group(kafka_bootstrap_servers, group).members
+        members = describe_consumer_group(kafka_bootstrap_servers, group).members
         assert [m.group_instance_id for m in members] == ["orders-0"]
 
 
@@ -174,8 +174,8 @@ def test_probe_prefers_a_kip848_group_session_timeout_override(
     """A group-level consumer.session.timeout.ms decides how long a crashed member's id stays held, so
     the gate and the wait for a held instance id must use it rather than the broker-wide value (the
     heartbeat interval likewise); the broker's maximum bounds both."""
-    from static_consumer._probe import probe
-    from static_consumer.testing.kafka_ops import set_group_config
+    from static_consumer._kafka.probe import probe
+    from static_consumer_lab.kafka_ops import set_group_config
 
     overridden, plain = kafka_group_id_factory("override"), kafka_group_id_factory("plain")
     set_group_config(

@@ -18,9 +18,9 @@ from pathlib import Path
 
 import pytest
 
-from static_consumer.testing.backends import BackendChoice, select_backend
-from static_consumer.testing.containers import docker_engine_reachable, docker_status
-from static_consumer.testing.kafka_image import build_image, image_tag
+from static_consumer_lab.backends import BackendChoice, select_backend
+from static_consumer_lab.containers import docker_engine_reachable, docker_status
+from static_consumer_lab.kafka_image import build_image, image_tag
 
 SESSION_TEST = """
 def test_the_default_broker_answers(kafka_cluster):
@@ -71,7 +71,7 @@ def test_container_missing_compose_falls_back_to_the_jvm_with_one_warning_line(t
             "-p",
             "no:cacheprovider",
             "-p",
-            "static_consumer.testing.plugin",
+            "static_consumer_lab.plugin",
         ],
         cwd=session,
         env=env,

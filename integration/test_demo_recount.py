@@ -10,14 +10,14 @@ import sys
 from dataclasses import replace
 from pathlib import Path
 
-from static_consumer.demo.main import report
-from static_consumer.demo.metrics import differences
-from static_consumer.demo.recount import recount_dir
-from static_consumer.demo.rundata import prepare
-from static_consumer.demo.runner import run_demo
-from static_consumer.demo.strategies import ALL_STRATEGIES, DemoConfig
-from static_consumer.demo.tally import tally
-from static_consumer.testing.backends import KafkaCluster
+from static_consumer_lab.backends import KafkaCluster
+from static_consumer_lab.demo.main import report
+from static_consumer_lab.demo.metrics import differences
+from static_consumer_lab.demo.recount import recount_dir
+from static_consumer_lab.demo.rundata import prepare
+from static_consumer_lab.demo.runner import run_demo
+from static_consumer_lab.demo.strategies import ALL_STRATEGIES, DemoConfig
+from static_consumer_lab.demo.tally import tally
 
 FAST = DemoConfig(
     members=2,

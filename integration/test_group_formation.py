@@ -18,10 +18,10 @@ import uuid
 from collections.abc import Callable
 
 from static_consumer import ConsumerSettings
-from static_consumer._probe import probe
-from static_consumer.testing import JvmKafkaCluster, create_topic
-from static_consumer.testing.group import Group
-from static_consumer.testing.processes import ConsumerProcess
+from static_consumer._kafka.probe import probe
+from static_consumer_lab import JvmKafkaCluster, create_topic
+from static_consumer_lab.group import Group
+from static_consumer_lab.processes import ConsumerProcess
 
 PARTITIONS = 6
 MEMBERS = ("app-0", "app-1", "app-2")

@@ -5,10 +5,10 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Callable
 
-from static_consumer.testing import describe_group, produce
-from static_consumer.testing.backends import KafkaCluster
-from static_consumer.testing.processes import ConsumerProcess, wait_until
-from static_consumer.testing.specs import confluent_spec
+from static_consumer_lab import describe_consumer_group, produce
+from static_consumer_lab.backends import KafkaCluster
+from static_consumer_lab.processes import ConsumerProcess, wait_until
+from static_consumer_lab.specs import confluent_spec
 
 RECORDS = 10_000
 
@@ -41,7 +41,7 @@ def test_two_process_group_consumes_every_record_exactly_once(
 
     wait_until(lambda: consumed() >= RECORDS, timeout_s=120, what=f"{RECORDS} records")
 
-    description = describe_group(bootstrap, group)
+    description = describe_consumer_group(bootstrap, group)
     assert len(description.members) == 2
     assert {m.client_id for m in description.members}  # both members answer with their client ids
 

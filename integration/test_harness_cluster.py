@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from static_consumer.testing import JvmKafkaCluster, create_topic, produce, resolve_classpath
-from static_consumer.testing.kafka_ops import metadata
+from static_consumer_lab import JvmKafkaCluster, create_topic, produce, resolve_classpath
+from static_consumer_lab.kafka_ops import metadata
 
 
 def _total_records(bootstrap: str, topic: str) -> int:

@@ -29,12 +29,12 @@ from _faults import trouble, wait_all_consumed
 from static_consumer.admin.audit import audit_group
 from static_consumer.errors import EXIT_UNAVAILABLE
 from static_consumer.settings import ConsumerSettings
-from static_consumer.testing import JvmKafkaCluster, create_topic, describe_group
-from static_consumer.testing.group import Group, shorten_consumer_session
-from static_consumer.testing.kafka_ops import high_watermarks
-from static_consumer.testing.processes import ConsumerProcess
-from static_consumer.testing.producer import SteadyProducer
-from static_consumer.testing.specs import static_spec
+from static_consumer_lab import JvmKafkaCluster, create_topic, describe_consumer_group
+from static_consumer_lab.group import Group, shorten_consumer_session
+from static_consumer_lab.kafka_ops import high_watermarks
+from static_consumer_lab.processes import ConsumerProcess
+from static_consumer_lab.producer import SteadyProducer
+from static_consumer_lab.specs import static_spec
 
 PARTITIONS = 6
 MEMBERS = ("app-0", "app-1", "app-2")
@@ -158,7 +158,7 @@ def _mixed_protocol_group(
 
 def _group_type(group: Group) -> str:
     """The group's type as the broker reports it (ConsumerGroupDescribe): classic or consumer."""
-    return str(describe_group(group.bootstrap, group.group_id).type.name).lower()
+    return str(describe_consumer_group(group.bootstrap, group.group_id).type.name).lower()
 
 
 def _refusals(cluster: JvmKafkaCluster, group_id: str) -> list[str]:
@@ -195,7 +195,7 @@ def test_a_static_group_rolls_to_the_consumer_protocol_and_back_online(
                 group.wait_stable()
                 types.append(_group_type(group))
                 assert proc.assignment() == owned, f"{name} came back under {target} with other partitions"
-                members = describe_group(group.bootstrap, group_id).members
+                members = describe_consumer_group(group.bootstrap, group_id).members
                 assert sorted(m.group_instance_id for m in members) == list(MEMBERS)
         acked = producer.stop()
 

@@ -17,9 +17,9 @@ from typing import Any
 import pytest
 
 from assignors import ordinal_plan_all
-from static_consumer.testing import add_partitions, committed_offsets, describe_group, produce
-from static_consumer.testing.processes import ConsumerProcess, wait_until
-from static_consumer.testing.specs import static_spec
+from static_consumer_lab import add_partitions, committed_offsets, describe_consumer_group, produce
+from static_consumer_lab.processes import ConsumerProcess, wait_until
+from static_consumer_lab.specs import static_spec
 
 PARTITIONS = 7
 REPLICAS = 3
@@ -114,7 +114,7 @@ def _expected(topic: str, partitions: int = PARTITIONS) -> dict[str, set[Partiti
 
 
 def _no_members(pods: Pods) -> None:
-    description = describe_group(pods.bootstrap, pods.group_id)
+    description = describe_consumer_group(pods.bootstrap, pods.group_id)
     assert list(description.members) == [], "an ordinal pod joined the group"
 
 

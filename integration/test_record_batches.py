@@ -19,8 +19,8 @@ from confluent_kafka import Producer
 
 from static_consumer import ConsumerSettings, Record, RecordBatch, StaticConsumer, TopicPartition
 from static_consumer._core.confluent import ConfluentAdapter
-from static_consumer.testing import committed_offsets
-from static_consumer.testing.kafka_ops import QUIET_LOGGER
+from static_consumer_lab import committed_offsets
+from static_consumer_lab.kafka_ops import QUIET_LOGGER
 
 PARTITIONS = 3
 PER_TOPIC = 3000

@@ -28,7 +28,7 @@ from static_consumer.spark import (
     resolve_kafka_connector,
     spark_session,
 )
-from static_consumer.testing import ConsumerProcess, committed_offsets, produce
+from static_consumer_lab import ConsumerProcess, committed_offsets, produce
 
 
 @pytest.fixture(scope="module", params=["local", "standalone"])

@@ -27,8 +27,8 @@ from test_spark import produce_varied, settings
 
 from static_consumer.spark import KAFKA_SCHEMA
 from static_consumer.telemetry import read_event_log
-from static_consumer.testing import ConsumerProcess, committed_offsets, describe_group, produce
-from static_consumer.testing.processes import wait_until
+from static_consumer_lab import ConsumerProcess, committed_offsets, describe_consumer_group, produce
+from static_consumer_lab.processes import wait_until
 
 Pods = Callable[..., ConsumerProcess]
 PARTITIONS = 3
@@ -160,7 +160,7 @@ def test_a_clean_static_restart_leaves_exactly_the_produced_records(stream: Stre
     produce(stream.bootstrap, stream.topic, 1_000, start=3_000)
     second = stream.start(spec, name="pod-b")
     wait_until(lambda: batch_records(first) + batch_records(second) >= 4_000, 180, "the remaining records")
-    assert [m.group_instance_id for m in describe_group(stream.bootstrap, stream.group).members] == [
+    assert [m.group_instance_id for m in describe_consumer_group(stream.bootstrap, stream.group).members] == [
         "spark-0"
     ]
     assert second.stop(60) == 0

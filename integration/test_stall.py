@@ -22,8 +22,8 @@ from typing import Any
 import pytest
 from _faults import SteadyProducer, assert_all_consumed_and_committed
 
-from static_consumer.testing.group import Group
-from static_consumer.testing.pauses import (
+from static_consumer_lab.group import Group
+from static_consumer_lab.pauses import (
     pause,
     pause_until,
     refused_batches,
@@ -33,7 +33,7 @@ from static_consumer.testing.pauses import (
     taken_over,
     timeline,
 )
-from static_consumer.testing.processes import ConsumerProcess, Event
+from static_consumer_lab.processes import ConsumerProcess, Event
 
 PARTITIONS = 4
 BATCH = 100

@@ -14,8 +14,8 @@ from collections.abc import Callable
 import pytest
 from _faults import logged_rebalances
 
-from static_consumer.testing import KafkaCluster, produce
-from static_consumer.testing.group import Group
+from static_consumer_lab import KafkaCluster, produce
+from static_consumer_lab.group import Group
 
 PARTITIONS = 8
 MEMBERS = ("app-0", "app-1", "app-2")

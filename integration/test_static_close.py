@@ -18,9 +18,9 @@ from typing import Any
 
 import pytest
 
-from static_consumer.testing import describe_group
-from static_consumer.testing.group import CONSUMER_PROTOCOL_SESSION_MS, Group
-from static_consumer.testing.processes import wait_until
+from static_consumer_lab import describe_consumer_group
+from static_consumer_lab.group import CONSUMER_PROTOCOL_SESSION_MS, Group
+from static_consumer_lab.processes import wait_until
 
 PARTITIONS = 4
 CLASSIC_SESSION_MS = 10000  # static_spec's default
@@ -34,7 +34,8 @@ def _leaving(name: str | None) -> Callable[[str], dict[str, Any]]:
 
 
 def _instance_ids(group: Group) -> list[str]:
-    return sorted(m.group_instance_id for m in describe_group(group.bootstrap, group.group_id).members)
+    members = describe_consumer_group(group.bootstrap, group.group_id).members
+    return sorted(m.group_instance_id for m in members)
 
 
 def _everything(group: Group) -> set[tuple[str, int]]:

@@ -28,11 +28,11 @@ from typing import Any
 import pytest
 from _faults import logged_rebalances
 
-from static_consumer.testing import KafkaCluster, describe_group
-from static_consumer.testing.group import CONSUMER_PROTOCOL_SESSION_MS, Group, shorten_consumer_session
-from static_consumer.testing.processes import ConsumerProcess, Event, wait_until
-from static_consumer.testing.producer import SteadyProducer
-from static_consumer.testing.specs import static_spec
+from static_consumer_lab import KafkaCluster, describe_consumer_group
+from static_consumer_lab.group import CONSUMER_PROTOCOL_SESSION_MS, Group, shorten_consumer_session
+from static_consumer_lab.processes import ConsumerProcess, Event, wait_until
+from static_consumer_lab.producer import SteadyProducer
+from static_consumer_lab.specs import static_spec
 
 PARTITIONS = 4
 BATCH = 50
@@ -83,7 +83,7 @@ def _print_overlap(original: ConsumerProcess, duplicate: ConsumerProcess, fenced
 
 
 def _sole_member(bootstrap: str, group: str) -> tuple[str, str]:
-    members = describe_group(bootstrap, group).members
+    members = describe_consumer_group(bootstrap, group).members
     assert len(members) == 1, [(m.group_instance_id, m.member_id) for m in members]
     return members[0].group_instance_id, members[0].member_id
 
@@ -285,7 +285,7 @@ def test_two_duplicates_started_at_once_into_a_stable_group_end_only_the_duplica
     # Exactly the duplicates ended: every other process still runs.
     survivors = [*winners.values(), *(group.members[name] for name in BYSTANDERS)]
     assert [p.name for p in survivors if p.returncode is not None] == []
-    listed = {m.group_instance_id for m in describe_group(bootstrap, group.group_id).members}
+    listed = {m.group_instance_id for m in describe_consumer_group(bootstrap, group.group_id).members}
     assert listed == {*CONFLICTING, *BYSTANDERS}
     for name in BYSTANDERS:
         events = group.members[name].events()

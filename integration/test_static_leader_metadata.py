@@ -26,10 +26,10 @@ from typing import Any
 
 import pytest
 
-from static_consumer.testing import add_partitions, create_topic
-from static_consumer.testing.group import Group
-from static_consumer.testing.processes import ConsumerProcess, wait_until
-from static_consumer.testing.specs import static_spec
+from static_consumer_lab import add_partitions, create_topic
+from static_consumer_lab.group import Group
+from static_consumer_lab.processes import ConsumerProcess, wait_until
+from static_consumer_lab.specs import static_spec
 
 Partition = tuple[str, int]
 REFRESH_MS = 3000  # topic.metadata.refresh.interval.ms of every member

@@ -21,12 +21,12 @@ from collections.abc import Callable
 
 import pytest
 
-from static_consumer._group_watch import ConfluentGroupWatch
+from static_consumer._kafka.watch import ConfluentGroupWatch
 from static_consumer.settings import ConsumerSettings
-from static_consumer.testing import describe_group, produce
-from static_consumer.testing.group import CONSUMER_PROTOCOL_SESSION_MS, Group
-from static_consumer.testing.kafka_ops import set_group_config
-from static_consumer.testing.processes import ConsumerProcess, wait_until
+from static_consumer_lab import describe_consumer_group, produce
+from static_consumer_lab.group import CONSUMER_PROTOCOL_SESSION_MS, Group
+from static_consumer_lab.kafka_ops import set_group_config
+from static_consumer_lab.processes import ConsumerProcess, wait_until
 
 PARTITIONS = 6
 CLASSIC_SESSION_MS = 10000  # static_spec's default
@@ -59,7 +59,7 @@ def group_of_three(
 
 
 def _instance_ids(group: Group) -> set[str]:
-    return {m.group_instance_id for m in describe_group(group.bootstrap, group.group_id).members}
+    return {m.group_instance_id for m in describe_consumer_group(group.bootstrap, group.group_id).members}
 
 
 def test_kill9_and_restart_within_session_timeout_gets_same_partitions(group_of_three: Group) -> None:

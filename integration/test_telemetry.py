@@ -17,9 +17,9 @@ from typing import Any
 import pytest
 
 from static_consumer.telemetry import read_event_log
-from static_consumer.testing import describe_group
-from static_consumer.testing.group import Group
-from static_consumer.testing.processes import ConsumerProcess, wait_until
+from static_consumer_lab import describe_consumer_group
+from static_consumer_lab.group import Group
+from static_consumer_lab.processes import ConsumerProcess, wait_until
 
 PARTITIONS = 6
 MEMBERS = ("app-0", "app-1", "app-2")
@@ -107,7 +107,7 @@ def test_restart_after_the_session_expired_is_a_join_that_rebalances(
 
     def gone() -> bool:
         return "app-2" not in {
-            m.group_instance_id for m in describe_group(group.bootstrap, group.group_id).members
+            m.group_instance_id for m in describe_consumer_group(group.bootstrap, group.group_id).members
         }
 
     wait_until(gone, SESSION_S + 30, "the broker to drop app-2 after its session timeout")

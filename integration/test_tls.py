@@ -27,20 +27,20 @@ from typing import Any
 import pytest
 
 from static_consumer import ConsumerSettings, MembershipListener, Revoked, StaticConsumer
-from static_consumer._probe import probe
+from static_consumer._kafka.probe import probe
 from static_consumer.admin.members import describe_group, remove_members, scale_down
 from static_consumer.errors import StaticConsumerError
 from static_consumer.events import Lost
 from static_consumer.retry import RetryPolicy
 from static_consumer.telemetry import EventLog
-from static_consumer.testing import JvmKafkaCluster, committed_offsets, create_topic, produce
-from static_consumer.testing.group import CONSUMER_PROTOCOL_SESSION_MS, shorten_consumer_session
-from static_consumer.testing.kafka_ops import describe_group as describe_on_broker
-from static_consumer.testing.kafka_ops import high_watermarks
-from static_consumer.testing.oauth import UnsecuredTokens
-from static_consumer.testing.processes import wait_until
-from static_consumer.testing.tls import MTLS, OAUTH, OTHER_HOST, SASL_SSL, SSL
 from static_consumer.types import Record, TopicPartition
+from static_consumer_lab import JvmKafkaCluster, committed_offsets, create_topic, produce
+from static_consumer_lab.group import CONSUMER_PROTOCOL_SESSION_MS, shorten_consumer_session
+from static_consumer_lab.kafka_ops import describe_consumer_group as describe_on_broker
+from static_consumer_lab.kafka_ops import high_watermarks
+from static_consumer_lab.oauth import UnsecuredTokens
+from static_consumer_lab.processes import wait_until
+from static_consumer_lab.tls import MTLS, OAUTH, OTHER_HOST, SASL_SSL, SSL
 
 PARTITIONS = 4
 RECORDS = 400

@@ -21,17 +21,18 @@ from typing import Any
 
 import pytest
 
-from static_consumer import ConsumerSettings, MembershipListener, StaticConsumer, _tls, exit_code_for
-from static_consumer._broker import describe_consumer_protocol
-from static_consumer._probe import probe
+from static_consumer import ConsumerSettings, MembershipListener, StaticConsumer, exit_code_for
+from static_consumer._kafka.describe import describe_consumer_protocol
+from static_consumer._kafka.probe import probe
+from static_consumer._security import tls as _tls
 from static_consumer.admin.members import describe_group, remove_members, scale_down
 from static_consumer.errors import AuthenticationError, ConfigurationError
 from static_consumer.events import FatalError
 from static_consumer.telemetry import EventLog
-from static_consumer.testing import JvmKafkaCluster, create_topic, produce
-from static_consumer.testing.oauth import UnsecuredTokens
-from static_consumer.testing.tls import MTLS, OAUTH, OTHER_HOST, SASL_SSL, SSL
 from static_consumer.types import Record
+from static_consumer_lab import JvmKafkaCluster, create_topic, produce
+from static_consumer_lab.oauth import UnsecuredTokens
+from static_consumer_lab.tls import MTLS, OAUTH, OTHER_HOST, SASL_SSL, SSL
 
 CONNECT_TIMEOUT_S = 20.0
 FAST_S = 12.0  # well under CONNECT_TIMEOUT_S: the failure came from the handshake, not the timeout

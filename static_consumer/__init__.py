@@ -1,8 +1,10 @@
 """static_consumer: Kafka consumers that restart without rebalance storms (KIP-345 static membership).
 
-The public surface is listed in ``__all__``; modules starting with an underscore are private.
+The public surface is listed in ``__all__``; modules starting with an underscore are private. Import
+paths that moved keep working until their removal release, with a DeprecationWarning (``_compat``).
 """
 
+from static_consumer import _compat
 from static_consumer.capabilities import BrokerCapabilities, StaticDecision, decide
 from static_consumer.consumer import State, StaticConsumer, Status
 from static_consumer.errors import (
@@ -49,6 +51,8 @@ from static_consumer.shutdown import exit_code_for, install_sigterm_handler, run
 from static_consumer.types import Record, RecordBatch, TopicPartition
 
 __version__ = "0.1.0"
+
+_compat.install()
 
 __all__ = [
     "EXIT_CONFIG",

@@ -1,7 +1,7 @@
 """What the broker can do, and whether this consumer runs as a static member on it. Pure.
 
 :func:`decide` is the capability gate: it turns the broker's ApiVersions and group configs (gathered by
-``static_consumer._probe``) plus the settings into a :class:`StaticDecision`, or raises a
+``static_consumer._kafka.probe``) plus the settings into a :class:`StaticDecision`, or raises a
 :class:`~static_consumer.errors.CapabilityError` when joining would fail anyway.
 """
 

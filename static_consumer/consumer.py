@@ -21,19 +21,20 @@ import warnings
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from types import TracebackType
 
-from static_consumer._config import ConfigValue
 from static_consumer._core import ownership
-from static_consumer._core.join import JoinPlan, Prober, plan_join, probe_broker
-from static_consumer._core.modes import mode_for, remove_static_member
+from static_consumer._core.join import JoinPlan, Prober, probe_broker
+from static_consumer._core.membership import remove_static_member
+from static_consumer._core.modes import mode_for
 from static_consumer._core.ownership import Commitable
 from static_consumer._core.poll import accept, after_client_call, hand_out, handle_error, take_buffered
-from static_consumer._core.rejoin import GroupWatchFactory, open_group_watch
-from static_consumer._core.seam import ConsumerAdapter, PollError
+from static_consumer._core.rejoin import open_group_watch
+from static_consumer._core.seam import ConsumerAdapter, GroupWatchFactory, PollError
 from static_consumer._core.session import AdapterFactory, MemberRemover, Session, State, Status
 from static_consumer._core.stall import guard
 from static_consumer.errors import ConsumerClosedError
 from static_consumer.events import Closed, Dispatcher, MembershipListener
 from static_consumer.settings import ConsumerSettings
+from static_consumer.settings._config import ConfigValue
 from static_consumer.types import Record, RecordBatch, RecordList, TopicPartition
 
 log = logging.getLogger(__name__)
@@ -89,7 +90,7 @@ class StaticConsumer:
         if s.state is not State.NEW:
             self._require_usable()
             return self
-        s.plan = plan_join(s.settings, s.env, s.probe)
+        s.plan = s.mode.plan(s.settings, s.env, s.probe)
         s.mode.join(s)
         return self
 
@@ -262,6 +263,8 @@ class StaticConsumer:
             return False
         s.member_id()  # read it while the client is still open
         left = False
+        if s.usable and s.state is not State.CLOSING:
+            s.move(State.CLOSING)  # the last commit, the revoke callbacks and leaving run in CLOSING
         try:
             ownership.commit_quietly(s, None, "processed offsets on close")
             # Still usable while closing: the revoke callback that close() runs commits what a listener

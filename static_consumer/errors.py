@@ -29,7 +29,7 @@ from __future__ import annotations
 
 from typing import ClassVar
 
-from static_consumer._kafka_codes import (
+from static_consumer._kafka.codes import (
     FENCED_INSTANCE_ID,
     INVALID_SESSION_TIMEOUT,
     SASL_AUTHENTICATION_FAILED,

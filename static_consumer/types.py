@@ -1,8 +1,8 @@
 """Plain data the consumer hands out: partitions, records and record batches. Pure; no client library
 types leak out.
 
-TopicPartition is a NamedTuple. Record is the consumer's own type (``_record`` picks the native one,
-``_crecord.c``, or the pure-Python one of the same behaviour): records made from the client's messages
+TopicPartition is a NamedTuple. Record is the consumer's own type (``_records`` picks the native one,
+``_records/native.c``, or the pure-Python one of the same behaviour): records made from the client's messages
 answer each field from their message, so a consume loop pays for the fields it reads and for no
 garbage-collected object per record. It keeps what a named tuple offered (attribute access,
 construction by position or keyword, value equality also with plain tuples, hashing, ordering, repr,
@@ -21,21 +21,12 @@ import functools
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from itertools import compress, repeat
 from operator import attrgetter, itemgetter
-from typing import Any, NamedTuple, Self, SupportsIndex, TypeVar, cast
+from typing import Any, Self, SupportsIndex, TypeVar, cast
 
-from static_consumer._record import Record, column
+from static_consumer._records import Record, column
+from static_consumer._records.partition import TopicPartition
 
 _T = TypeVar("_T")
-
-
-class TopicPartition(NamedTuple):
-    """One partition of a topic. Ordered by (topic, partition)."""
-
-    topic: str
-    partition: int
-
-    def __str__(self) -> str:
-        return f"{self.topic}[{self.partition}]"
 
 
 Headers = tuple[tuple[str, bytes | None], ...]

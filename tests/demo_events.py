@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from static_consumer.demo.rundata import Incarnation, RunData, StrategyRun
+from static_consumer_lab.demo.rundata import Incarnation, RunData, StrategyRun
 
 T = "t"
 Event = dict[str, Any]

@@ -16,14 +16,14 @@ from pathlib import Path
 from typing import Any
 
 from static_consumer._core.seam import AdapterError, PollError, RebalanceCallback
-from static_consumer._groups import GroupDescription, GroupMember
-from static_consumer._kafka_codes import (
+from static_consumer._kafka.codes import (
     FATAL,
     FENCED_INSTANCE_ID,
     MAX_POLL_EXCEEDED,
     TRANSPORT,
     UNRELEASED_INSTANCE_ID,
 )
+from static_consumer._kafka.groups import GroupDescription, GroupMember
 from static_consumer.capabilities import BrokerCapabilities
 from static_consumer.consumer import StaticConsumer
 from static_consumer.events import FatalError, MembershipListener

@@ -11,7 +11,7 @@ import pytest
 
 from static_consumer._core.confluent import _convert, _message, _records
 from static_consumer._core.seam import PollError
-from static_consumer._record import NATIVE
+from static_consumer._records import NATIVE
 from static_consumer.types import Record
 
 

@@ -14,7 +14,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from static_consumer import _broker, admin
+from static_consumer import admin
+from static_consumer._kafka import kafka_python
+from static_consumer._kafka.kafka_python import translate
 from static_consumer.admin._ordinals import instance_id_for, ordinal_of, ordinal_pattern
 from static_consumer.errors import (
     BrokerUnavailableError,
@@ -78,7 +80,7 @@ def fake(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[FakeAdmin]]:
     def session(_settings: ConsumerSettings, _doing: str) -> Iterator[FakeAdmin]:
         yield slot[0]
 
-    monkeypatch.setattr(_broker, "kafka_admin", session)
+    monkeypatch.setattr(kafka_python, "kafka_admin", session)
     yield slot
 
 
@@ -203,12 +205,12 @@ def test_kafka_python_errors_map_to_project_errors_without_secrets() -> None:
     s = settings(
         security_protocol="SASL_SSL", sasl_mechanism="PLAIN", sasl_username="u", sasl_password="hunter2"
     )
-    timeout = _broker.translate(kafka_errors.KafkaTimeoutError("auth hunter2 failed"), s, "describe group g")
+    timeout = translate(kafka_errors.KafkaTimeoutError("auth hunter2 failed"), s, "describe group g")
     assert isinstance(timeout, BrokerUnavailableError) and timeout.exit_code == 75
     assert "hunter2" not in str(timeout) and "kafka-0:9092" in str(timeout)
-    auth = _broker.translate(kafka_errors.SaslAuthenticationFailedError(), s, "describe group g")
+    auth = translate(kafka_errors.SaslAuthenticationFailedError(), s, "describe group g")
     assert isinstance(auth, ConfigurationError)
-    old = _broker.translate(kafka_errors.UnsupportedVersionError(), s, "remove members")
+    old = translate(kafka_errors.UnsupportedVersionError(), s, "remove members")
     assert isinstance(old, CapabilityError) and old.exit_code == 69
 
 
@@ -228,7 +230,7 @@ def test_group_level_errors_say_whether_to_retry(fake: list[FakeAdmin], error: s
 def test_the_login_check_notes_brokers_that_hung_up_during_apiversions() -> None:
     """librdkafka 2.16's log line when Kafka's TLS listener hangs up on a PLAINTEXT client (measured on
     Kafka 4.3); a refused connection is not one."""
-    from static_consumer._broker import _LoginLog
+    from static_consumer._kafka.login import _LoginLog
 
     log = _LoginLog()
     thread = "[thrd:127.0.0.1:35165/bootstrap]"

@@ -28,8 +28,8 @@ from static_consumer.events import (
 )
 from static_consumer.settings import ConsumerSettings
 from static_consumer.shutdown import exit_code_for
-from static_consumer.testing.loop_lag import LoopLag
 from static_consumer.types import RecordBatch, TopicPartition
+from static_consumer_lab.loop_lag import LoopLag
 
 SETTINGS = ConsumerSettings(bootstrap_servers="127.0.0.1:9092", group_id="g", topics=("t",))
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from static_consumer._broker import _from_describe_groups
-from static_consumer._groups import GroupDescription, GroupMember
+from static_consumer._kafka.describe import _from_describe_groups
+from static_consumer._kafka.groups import GroupDescription, GroupMember
 from static_consumer.admin.audit import audit_description, topics_of
 from static_consumer.types import TopicPartition
 

@@ -23,10 +23,10 @@ import pytest
 
 import static_consumer
 from static_consumer import ConfigurationError, exit_code_for
-from static_consumer._config import kafka_python_config
-from static_consumer._secrets import REDACTED
-from static_consumer._settings_rules import OTHER_ENV_VARS, env_var
+from static_consumer._security.secrets import REDACTED
 from static_consumer.settings import ConsumerSettings
+from static_consumer.settings._config import kafka_python_config
+from static_consumer.settings._rules import OTHER_ENV_VARS, env_var
 
 QUIET = logging.getLogger("test_bad_input.librdkafka")
 QUIET.propagate = False

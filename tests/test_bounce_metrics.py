@@ -12,12 +12,12 @@ from demo_events import Event, ev, make_run, records
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from static_consumer.demo import broker_log
-from static_consumer.demo.main import main as demo_main
-from static_consumer.demo.metrics import Metrics, differences
-from static_consumer.demo.recount import recount, recount_dir
-from static_consumer.demo.rundata import RunData, load, write_run
-from static_consumer.demo.tally import tally
+from static_consumer_lab.demo import broker_log
+from static_consumer_lab.demo.main import main as demo_main
+from static_consumer_lab.demo.metrics import Metrics, differences
+from static_consumer_lab.demo.recount import recount, recount_dir
+from static_consumer_lab.demo.rundata import RunData, load, write_run
+from static_consumer_lab.demo.tally import tally
 
 
 def both(run: RunData) -> Metrics:

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from static_consumer._probe import probe
+from static_consumer._kafka.probe import probe
 from static_consumer.capabilities import BrokerCapabilities, StaticDecision, decide
 from static_consumer.errors import (
     BrokerUnavailableError,
@@ -28,7 +28,7 @@ def load(name: str) -> BrokerCapabilities:
     return BrokerCapabilities.from_dict(json.loads((DATA / name).read_text()))
 
 
-KAFKA_431 = load("apiversions_kafka_4_3_1.json")  # recorded with static_consumer._probe
+KAFKA_431 = load("apiversions_kafka_4_3_1.json")  # recorded with static_consumer._kafka.probe
 KAFKA_22 = load("apiversions_kafka_2_2_synthetic.json")
 
 

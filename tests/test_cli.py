@@ -3,6 +3,7 @@ JSON documents scripts parse, and the documented exit codes (Operations is the I
 
 from __future__ import annotations
 
+import importlib.abc
 import io
 import json
 import sys
@@ -13,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from static_consumer._groups import GroupDescription, GroupMember, RemovalFailure, RemovalResult
+from static_consumer._kafka.groups import GroupDescription, GroupMember, RemovalFailure, RemovalResult
 from static_consumer.admin.audit import GroupAudit, audit_description
 from static_consumer.admin.cli import Operations, main
 from static_consumer.capabilities import BrokerCapabilities
@@ -290,12 +291,39 @@ def test_unreachable_brokers_exit_75_and_unexpected_errors_exit_70() -> None:
 
 def test_demo_is_delegated_to_the_demo_module(monkeypatch: pytest.MonkeyPatch) -> None:
     seen: list[list[str]] = []
-    fake = types.ModuleType("static_consumer.demo")
+    fake = types.ModuleType("static_consumer_lab.demo")
 
     def demo_main(argv: list[str]) -> int:
         seen.append(argv)
         return 3
 
     fake.main = demo_main  # type: ignore[attr-defined]
-    monkeypatch.setitem(sys.modules, "static_consumer.demo", fake)
+    monkeypatch.setitem(sys.modules, "static_consumer_lab.demo", fake)
     assert main(["demo", "--fast", "x"]) == 3 and seen == [["--fast", "x"]]
+
+
+@pytest.mark.parametrize("missing", ["static_consumer_lab", "static_consumer_lab.demo"])
+def test_demo_without_the_lab_installed_says_which_extra_to_install(
+    monkeypatch: pytest.MonkeyPatch, missing: str
+) -> None:
+    """The runtime wheel holds no demo: without static-consumer-lab, one line names the extra."""
+    monkeypatch.delitem(sys.modules, "static_consumer_lab.demo", raising=False)
+    monkeypatch.setitem(sys.modules, missing, None)  # import raises ModuleNotFoundError, as when absent
+    out, err = io.StringIO(), io.StringIO()
+    code = main(["demo"], stdout=out, stderr=err)
+    assert code == 78 and out.getvalue() == ""
+    line = "static-consumer demo: the demo is not installed; pip install 'static-consumer[demo]'\n"
+    assert err.getvalue() == line
+
+
+def test_a_demo_that_misses_a_dependency_of_its_own_says_which(monkeypatch: pytest.MonkeyPatch) -> None:
+    class MissingMatplotlib(importlib.abc.MetaPathFinder):
+        def find_spec(self, name: str, path: Any = None, target: Any = None) -> None:
+            if name == "static_consumer_lab.demo":  # as if the demo imported a module that is absent
+                raise ModuleNotFoundError("No module named 'matplotlib'", name="matplotlib")
+            return None
+
+    monkeypatch.delitem(sys.modules, "static_consumer_lab.demo", raising=False)
+    monkeypatch.setattr(sys, "meta_path", [MissingMatplotlib(), *sys.meta_path])
+    with pytest.raises(ModuleNotFoundError, match="matplotlib"):
+        main(["demo"])

@@ -11,10 +11,10 @@ import pytest
 from confluent_kafka.admin import AdminClient
 from kafka.admin import KafkaAdminClient
 
-from static_consumer._config import admin_config, consumer_config, kafka_python_config
-from static_consumer._secrets import redact_items
+from static_consumer._security.secrets import redact_items
 from static_consumer.errors import ConfigurationError
 from static_consumer.settings import ConsumerSettings
+from static_consumer.settings._config import admin_config, consumer_config, kafka_python_config
 
 UNREACHABLE = "127.0.0.1:1"  # librdkafka connects lazily; nothing listens here and nothing is awaited
 SASL: dict[str, Any] = {
@@ -169,7 +169,7 @@ def test_redacted_masks_secret_values_and_keeps_the_rest() -> None:
 
 
 def test_kafka_python_never_prompts_for_the_pass_phrase_of_an_encrypted_key(tmp_path: Path) -> None:
-    from static_consumer.testing.certs import generate_pki
+    from static_consumer_lab.certs import generate_pki
 
     pki = generate_pki(tmp_path)
     s = make(

@@ -409,6 +409,29 @@ def test_close_commits_without_leaving_and_is_idempotent() -> None:
         c.poll(0.1)
 
 
+def test_close_runs_in_the_closing_state_and_commits_what_on_revoked_marks() -> None:
+    """The revoke callback that close() runs sees CLOSING (not ready: the pod is going), and a record a
+    listener marks processed there is still committed; the consumer is CLOSED afterwards."""
+    seen: list[tuple[State, bool]] = []
+
+    class Flusher(MembershipListener):
+        def on_revoked(self, event: Revoked) -> None:
+            seen.append((c.state, c.status().ready))
+            c.mark_processed(rec(0, 11))
+
+    factory = FakeFactory([Assign((tp(0),)), rec(0, 10)])
+    c = StaticConsumer(
+        make_settings(), listeners=[Flusher()], env=POD_ENV, adapter_factory=factory, probe=lambda s: MODERN
+    )
+    c.start()
+    c.mark_processed(c.poll(0.1) or pytest.fail("no record"))
+    assert (c.state, c.status().ready) == (State.RUNNING, True)
+    c.close()
+    assert seen == [(State.CLOSING, False)]
+    assert factory.last.commits == [{tp(0): 11}, {tp(0): 12}]  # before close(), then in its revoke
+    assert c.state is State.CLOSED
+
+
 def test_leave_group_classic_unsubscribes_before_close() -> None:
     removed = Removals()
     c, factory, recorder = consumer([Assign((tp(0),)), rec(0, 2)], remove_member=removed)

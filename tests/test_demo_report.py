@@ -10,12 +10,12 @@ from pathlib import Path
 import pytest
 from demo_events import ev, make_run, records
 
-from static_consumer.demo import plot
-from static_consumer.demo.main import _KNOBS, config, parser
-from static_consumer.demo.main import main as demo_main
-from static_consumer.demo.report import header
-from static_consumer.demo.strategies import ALL_STRATEGIES, DEFAULT_STRATEGIES, DemoConfig
-from static_consumer.demo.tally import tally
+from static_consumer_lab.demo import plot
+from static_consumer_lab.demo.main import _KNOBS, config, parser
+from static_consumer_lab.demo.main import main as demo_main
+from static_consumer_lab.demo.report import header
+from static_consumer_lab.demo.strategies import ALL_STRATEGIES, DEFAULT_STRATEGIES, DemoConfig
+from static_consumer_lab.demo.tally import tally
 
 UNUSUAL = DemoConfig(
     members=7,

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from static_consumer.testing import HarnessError, select_backend
-from static_consumer.testing.backends import BackendChoice
-from static_consumer.testing.containers import DockerStatus
-from static_consumer.testing.jvm import new_cluster_id
+from static_consumer_lab import HarnessError, select_backend
+from static_consumer_lab.backends import BackendChoice
+from static_consumer_lab.containers import DockerStatus
+from static_consumer_lab.jvm import new_cluster_id
 
 TAG = "static-consumer-kafka:4.3.1-0123456789ab"
 READY = DockerStatus(engine=True, compose="docker-compose", image=TAG, image_present=True)
@@ -43,7 +43,7 @@ def test_an_engine_and_compose_without_the_image_fall_back_to_the_jvm_naming_the
     choice = select_backend({}, lambda: status)
     assert choice.backend == "jvm"
     assert choice.warning is not None and "\n" not in choice.warning
-    assert TAG in choice.warning and "python -m static_consumer.testing.kafka_image build" in choice.warning
+    assert TAG in choice.warning and "python -m static_consumer_lab.kafka_image build" in choice.warning
 
 
 def test_a_chosen_backend_is_not_second_guessed() -> None:

@@ -20,13 +20,13 @@ from typing import Any
 import pytest
 import yaml  # type: ignore[import-untyped]
 
-from static_consumer._config import admin_config
-from static_consumer._oauth import first_token
+from static_consumer._security.oauth import first_token
 from static_consumer.admin._ordinals import ordinal_of, ordinal_pattern
 from static_consumer.admin.cli import build_parser
 from static_consumer.errors import AuthenticationError
 from static_consumer.identity import INSTANCE_ID_ENV, POD_NAME_ENVS, resolve_identity
 from static_consumer.settings import ConsumerSettings
+from static_consumer.settings._config import admin_config
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 PREFIX = "STATIC_CONSUMER_"

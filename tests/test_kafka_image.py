@@ -11,10 +11,10 @@ from pathlib import Path
 import pytest
 import yaml
 
-from static_consumer.testing.jvm import GROUP_TEST_CONFIG
-from static_consumer.testing.kafka_image import base_tag, image_tag, recipe_hash
+from static_consumer_lab.jvm import GROUP_TEST_CONFIG
+from static_consumer_lab.kafka_image import base_tag, image_tag, recipe_hash
 
-HARNESS = Path(str(resources.files("static_consumer.testing")))
+HARNESS = Path(str(resources.files("static_consumer_lab")))
 KAFKA_RUN = HARNESS / "container" / "kafka-run"
 
 

@@ -16,8 +16,7 @@ from fakes import FakeFactory, logged_consumer
 from kafka.net.sasl.oauth import AbstractTokenProvider
 
 from static_consumer import OAuthBearerToken
-from static_consumer._config import admin_config, consumer_config, kafka_python_config
-from static_consumer._oauth import (
+from static_consumer._security.oauth import (
     REFRESH_AT,
     TokenFailure,
     TokenSource,
@@ -26,9 +25,10 @@ from static_consumer._oauth import (
     kafka_python_token_provider,
     librdkafka_oauth_cb,
 )
-from static_consumer._secrets import redact_items
+from static_consumer._security.secrets import redact_items
 from static_consumer.errors import AuthenticationError
 from static_consumer.settings import ConsumerSettings
+from static_consumer.settings._config import admin_config, consumer_config, kafka_python_config
 
 TOKEN = "eyJhbGciOiJub25lIn0.token-value-Kp31."
 

@@ -11,13 +11,20 @@ PROBE_TEST = """
 import sys
 
 def test_static_consumer_not_loaded():
-    loaded = sorted(m for m in sys.modules if m.split(".")[0] == "static_consumer")
+    loaded = sorted(m for m in sys.modules if m.split(".")[0] in ("static_consumer", "static_consumer_lab"))
     assert loaded == [], loaded
 """
 
+# Enabled, the plugin loads its package (whose names load lazily) and itself: not the library, no Kafka
+# client, none of the harness, until a fixture that needs them runs.
 FIXTURE_TEST = """
+import sys
+
 def test_fixture_is_there(kafka_group_id_factory):
     assert kafka_group_id_factory("g").startswith("g-")
+    ours = ("static_consumer", "static_consumer_lab", "confluent_kafka", "kafka", "pydantic")
+    loaded = sorted(m for m in sys.modules if m.split(".")[0] in ours)
+    assert loaded == ["static_consumer_lab", "static_consumer_lab.plugin"], loaded
 """
 
 
@@ -33,9 +40,10 @@ def _pytest(tmp_path: Path, source: str, *args: str) -> subprocess.CompletedProc
     )
 
 
-def test_the_distribution_registers_no_pytest11_entry_point() -> None:
-    entry_points = metadata.distribution("static-consumer").entry_points
-    assert [ep for ep in entry_points if ep.group == "pytest11"] == []
+def test_neither_distribution_registers_a_pytest11_entry_point() -> None:
+    for name in ("static-consumer", "static-consumer-lab"):
+        entry_points = metadata.distribution(name).entry_points
+        assert [ep for ep in entry_points if ep.group == "pytest11"] == [], name
 
 
 def test_a_pytest_session_that_does_not_ask_for_it_never_imports_the_library(tmp_path: Path) -> None:
@@ -43,8 +51,8 @@ def test_a_pytest_session_that_does_not_ask_for_it_never_imports_the_library(tmp
     assert result.returncode == 0, result.stdout + result.stderr
 
 
-def test_enabling_it_gives_the_fixtures_without_importing_the_harness_up_front(tmp_path: Path) -> None:
-    result = _pytest(tmp_path, FIXTURE_TEST, "-p", "static_consumer.testing.plugin")
+def test_enabling_it_gives_the_fixtures_without_importing_the_library_or_the_harness(tmp_path: Path) -> None:
+    result = _pytest(tmp_path, FIXTURE_TEST, "-p", "static_consumer_lab.plugin")
     assert result.returncode == 0, result.stdout + result.stderr
-    # Loading the plugin imports the package (its parent) but starts and registers nothing.
+    # Loading the plugin starts and registers nothing.
     assert "static_consumer: Kafka brokers" not in result.stdout

@@ -14,7 +14,7 @@ from fakes import MODERN, Assign, FakeFactory, rec, tp
 
 from static_consumer._core.confluent import poll_error
 from static_consumer._core.seam import PollError
-from static_consumer._kafka_codes import ErrorKind, classify
+from static_consumer._kafka.codes import ErrorKind, classify
 from static_consumer.consumer import State, StaticConsumer
 from static_consumer.errors import EXIT_UNAVAILABLE, ConsumerClosedError, GroupProtocolMismatchError
 from static_consumer.events import FatalError, MembershipListener

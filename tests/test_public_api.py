@@ -2,6 +2,14 @@
 
 from __future__ import annotations
 
+import importlib
+import subprocess
+import sys
+import warnings
+from pathlib import Path
+
+import pytest
+
 import static_consumer
 
 EXPECTED = {
@@ -66,25 +74,80 @@ def test_exported_names_are_exactly_the_public_surface() -> None:
         assert hasattr(static_consumer, name), name
 
 
-def test_modules_that_moved_still_import_with_a_deprecation_warning() -> None:
-    import importlib
-    import sys
-    import warnings
+# Old path -> (new path, a name both give): every path that moved, the harness and the demo included.
+MOVED = {
+    "static_consumer.audit": ("static_consumer.admin.audit", "audit_group"),
+    "static_consumer.cli": ("static_consumer.admin.cli", "main"),
+    "static_consumer.bounce.metrics": ("static_consumer_lab.demo.metrics", "differences"),
+    "static_consumer.bounce.runner": ("static_consumer_lab.demo.runner", "run_demo"),
+    "static_consumer.bounce.report": ("static_consumer_lab.demo.report", "table"),
+    "static_consumer.demo": ("static_consumer_lab.demo", "main"),
+    "static_consumer.demo.tally": ("static_consumer_lab.demo.tally", "tally"),
+    "static_consumer.testing": ("static_consumer_lab", "JvmKafkaCluster"),
+    "static_consumer.testing.plugin": ("static_consumer_lab.plugin", "kafka_cluster"),
+    "static_consumer.testing.specs": ("static_consumer_lab.specs", "static_spec"),
+    "static_consumer.testing.jvm": ("static_consumer_lab.jvm", "JvmKafkaCluster"),
+}
 
-    moved = {
-        "static_consumer.audit": ("static_consumer.admin.audit", "audit_group"),
-        "static_consumer.cli": ("static_consumer.admin.cli", "main"),
-        "static_consumer.bounce.metrics": ("static_consumer.demo.metrics", "differences"),
-        "static_consumer.bounce.runner": ("static_consumer.demo.runner", "run_demo"),
-        "static_consumer.bounce.report": ("static_consumer.demo.report", "table"),
-    }
-    for old, (new, name) in moved.items():
-        sys.modules.pop(old, None)
-        with warnings.catch_warnings(record=True) as caught:
-            warnings.simplefilter("always")
-            module = importlib.import_module(old)
-        assert any(issubclass(w.category, DeprecationWarning) and new in str(w.message) for w in caught), old
-        assert getattr(module, name) is getattr(importlib.import_module(new), name)
+
+@pytest.mark.parametrize("old", sorted(MOVED))
+def test_modules_that_moved_still_import_with_a_deprecation_warning(old: str) -> None:
+    new, name = MOVED[old]
+    for loaded in [m for m in sys.modules if m == old or m.startswith(old + ".")]:
+        sys.modules.pop(loaded)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        module = importlib.import_module(old)
+    messages = [str(w.message) for w in caught if issubclass(w.category, DeprecationWarning)]
+    assert any(new in m and "0.3.0" in m for m in messages), (old, messages)
+    assert getattr(module, name) is getattr(importlib.import_module(new), name)
+
+
+def test_a_harness_function_that_was_renamed_keeps_its_old_name_at_the_old_path() -> None:
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)
+        from static_consumer.testing import describe_group
+        from static_consumer.testing.kafka_ops import describe_group as from_module
+    from static_consumer_lab import describe_consumer_group
+
+    assert describe_group is from_module is describe_consumer_group
+
+
+def test_the_old_pytest_plugin_path_still_serves_the_fixtures_with_the_warning(tmp_path: Path) -> None:
+    (tmp_path / "test_probe.py").write_text(
+        "def test_fixture(kafka_group_id_factory):\n    assert kafka_group_id_factory('g').startswith('g-')\n"
+    )
+    (tmp_path / "pytest.ini").write_text("[pytest]\n")
+    old_plugin = ["-p", "no:cacheprovider", "-p", "static_consumer.testing.plugin"]
+    result = subprocess.run(
+        [sys.executable, "-W", "always::DeprecationWarning", "-m", "pytest", *old_plugin, str(tmp_path)],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    warned = "static_consumer.testing.plugin moved to static_consumer_lab.plugin"
+    assert warned in result.stdout + result.stderr  # pytest reports it in its summary
+
+
+def test_python_dash_m_at_an_old_path_runs_the_new_module() -> None:
+    result = subprocess.run(
+        [sys.executable, "-W", "always::DeprecationWarning", "-m", "static_consumer.cli", "--help"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert result.returncode == 0, result.stderr
+    assert "remove-members" in result.stdout
+    assert "static_consumer.cli moved to static_consumer.admin.cli" in result.stderr
+
+
+def test_an_old_path_that_never_existed_is_not_served() -> None:
+    with pytest.raises(ModuleNotFoundError):
+        importlib.import_module("static_consumer.testing_not_a_module")
+    with pytest.raises(ModuleNotFoundError):
+        importlib.import_module("static_consumer.testing.not_a_module")
 
 
 def test_the_operator_tools_keep_their_import_path() -> None:

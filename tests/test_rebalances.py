@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from static_consumer.testing.rebalances import Rebalance, group_rebalances, parse, read
+from static_consumer_lab.rebalances import Rebalance, group_rebalances, parse, read
 
 COORD = "(org.apache.kafka.coordinator.group.GroupMetadataManager)"
 # Lines as Apache Kafka 4.3 logs them (the 4.0 epoch line has no "with metadata hash").

@@ -26,7 +26,7 @@ import confluent_kafka
 import pytest
 from messages import IMPLEMENTATIONS, message
 
-from static_consumer import _record
+import static_consumer._records as _record
 from static_consumer._core.confluent import _convert, _records
 from static_consumer.types import Record, RecordBatch, RecordList, TopicPartition
 

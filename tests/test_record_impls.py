@@ -15,7 +15,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from messages import IMPLEMENTATIONS
 
-from static_consumer import _pyrecord
+from static_consumer._records import pure as _pyrecord
 
 
 class Record(NamedTuple):  # the reference: the named tuple Record as it was

@@ -25,7 +25,7 @@ from fakes import (
 )
 
 from static_consumer._core.rejoin import LOOK_S, release_budget
-from static_consumer._groups import GroupDescription
+from static_consumer._kafka.groups import GroupDescription
 from static_consumer.capabilities import BrokerCapabilities
 from static_consumer.consumer import State, StaticConsumer
 from static_consumer.errors import (

@@ -14,9 +14,9 @@ from typing import Any
 import kafka.errors as kafka_errors
 import pytest
 
-from static_consumer import _broker
-from static_consumer._core.join import plan_join
-from static_consumer._secrets import scrub, scrubbed_logs
+from static_consumer._core.join import plan_membership
+from static_consumer._kafka.kafka_python import translate
+from static_consumer._security.secrets import scrub, scrubbed_logs
 from static_consumer.capabilities import BrokerCapabilities
 from static_consumer.errors import AuthenticationError, ConfigurationError
 from static_consumer.settings import REDACTED, ConsumerSettings
@@ -74,7 +74,7 @@ def test_scrub_masks_plain_and_bytes_repr_forms() -> None:
 def test_a_sasl_refusal_is_an_authentication_error_which_is_a_configuration_error() -> None:
     settings = ConsumerSettings(**SASL)
     refusal = kafka_errors.SaslAuthenticationFailedError(f"invalid credentials {PASSWORD}")
-    error = _broker.translate(refusal, settings, "describe group g")
+    error = translate(refusal, settings, "describe group g")
     assert isinstance(error, AuthenticationError) and isinstance(error, ConfigurationError)
     assert not error.retriable and error.exit_code == 78
     assert "'alice'" in str(error) and PASSWORD not in str(error)
@@ -83,6 +83,6 @@ def test_a_sasl_refusal_is_an_authentication_error_which_is_a_configuration_erro
 def test_the_join_plan_repr_leaves_out_the_client_config() -> None:
     settings = ConsumerSettings(**SASL, topics=("t",), instance_id="app-0")
     caps = BrokerCapabilities(api_versions={11: (0, 9), 13: (0, 5), 68: (0, 1)}, broker_version="4.3")
-    plan = plan_join(settings, {}, lambda _s: caps)
+    plan = plan_membership(settings, {}, lambda _s: caps)
     assert plan.config["sasl.password"] == PASSWORD  # librdkafka still gets it
     assert PASSWORD not in repr(plan) and "app-0" in repr(plan)

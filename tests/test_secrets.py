@@ -11,12 +11,11 @@ import pytest
 from fakes import Assign, FakeFactory, OutOfBand, logged_consumer, rec, tp
 
 from static_consumer import OAuthBearerToken
-from static_consumer._broker import error_for
-from static_consumer._config import admin_config, consumer_config, kafka_python_config
 from static_consumer._core.seam import PollError
-from static_consumer._kafka_codes import FATAL, ErrorKind
-from static_consumer._probe import probe
-from static_consumer._secrets import redact_items
+from static_consumer._kafka.admin_client import error_for
+from static_consumer._kafka.codes import FATAL, ErrorKind
+from static_consumer._kafka.probe import probe
+from static_consumer._security.secrets import redact_items
 from static_consumer.errors import (
     BrokerUnavailableError,
     CommitFailedError,
@@ -24,7 +23,8 @@ from static_consumer.errors import (
     FatalConsumerError,
 )
 from static_consumer.settings import ConsumerSettings
-from static_consumer.testing.certs import generate_pki
+from static_consumer.settings._config import admin_config, consumer_config, kafka_python_config
+from static_consumer_lab.certs import generate_pki
 
 PASSWORD = "sasl-pw-Zq81"
 KEY_PASSWORD = "key-pw-Lm27"

@@ -22,12 +22,12 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from static_consumer._config import consumer_config, kafka_python_config
-from static_consumer._core.join import plan_join
-from static_consumer._settings_rules import env_var
+from static_consumer._core.modes import mode_for
 from static_consumer.capabilities import BrokerCapabilities
 from static_consumer.errors import ConfigurationError
 from static_consumer.settings import ConsumerSettings
+from static_consumer.settings._config import consumer_config, kafka_python_config
+from static_consumer.settings._rules import env_var
 
 FIELDS = sorted(ConsumerSettings.model_fields)
 BASE: dict[str, Any] = {"bootstrap_servers": "kafka-0:9092", "group_id": "orders", "topics": ("t",)}
@@ -138,7 +138,7 @@ def assert_usable(result: ConsumerSettings) -> None:
     except Exception as exc:  # noqa: BLE001 - any refusal fails the property
         pytest.fail(f"settings were accepted but librdkafka refuses them: {exc!r}")
     try:
-        plan_join(result, {"POD_NAME": "orders-0"}, lambda s: OPEN_BROKER)
+        mode_for(result).plan(result, {"POD_NAME": "orders-0"}, lambda s: OPEN_BROKER)
     except ConfigurationError:
         pass  # the identity checks of start(): typed, before any network I/O
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from static_consumer.settings import ConsumerSettings
-from static_consumer.testing.specs import confluent_spec, static_spec
+from static_consumer_lab.specs import confluent_spec, static_spec
 
 
 def test_static_spec_serves_both_protocols_with_one_call() -> None:

@@ -27,7 +27,7 @@ from fakes import (
 
 from static_consumer._core.seam import PollError
 from static_consumer._core.stall import UNKNOWN_SESSION_MS
-from static_consumer._kafka_codes import FENCED_INSTANCE_ID
+from static_consumer._kafka.codes import FENCED_INSTANCE_ID
 from static_consumer.consumer import StaticConsumer
 from static_consumer.errors import FencedInstanceError
 from static_consumer.events import MembershipEvent, MembershipListener, Stalled

@@ -16,7 +16,7 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.trace import StatusCode
 
-from static_consumer._core import modes as modes_module
+from static_consumer._core import membership
 from static_consumer.consumer import StaticConsumer
 from static_consumer.events import (
     Assigned,
@@ -278,7 +278,7 @@ def test_through_the_consumer_the_broker_is_asked_before_the_join(
 
         return lookup
 
-    monkeypatch.setattr(modes_module, "held_lookup", held_lookup)
+    monkeypatch.setattr(membership, "held_lookup", held_lookup)
     settings = ConsumerSettings(bootstrap_servers="127.0.0.1:9092", group_id=GROUP, topics=("t",))
     consumer = StaticConsumer(
         settings,

@@ -1,5 +1,5 @@
-"""TLS files are checked locally before any client uses them (static_consumer._tls): each mistake is a
-ConfigurationError naming the field, at once, never a terminal prompt for a key password, never the
+"""TLS files are checked locally before any client uses them (static_consumer._security.tls): each mistake is
+a ConfigurationError naming the field, at once, never a terminal prompt for a key password, never the
 password in the message."""
 
 from __future__ import annotations
@@ -14,9 +14,9 @@ from typing import Any
 import pytest
 
 from static_consumer import ConsumerSettings, exit_code_for
-from static_consumer._tls import _check_not_expired, check_tls_files, speaks_tls, validity
+from static_consumer._security.tls import _check_not_expired, check_tls_files, speaks_tls, validity
 from static_consumer.errors import ConfigurationError
-from static_consumer.testing.certs import Pki, generate_pki, self_signed_pem
+from static_consumer_lab.certs import Pki, generate_pki, self_signed_pem
 
 
 @pytest.fixture(scope="module")
@@ -110,7 +110,7 @@ def test_an_expired_certificate_is_refused_without_the_cryptography_package(pki:
         except ImportError:
             pass
         from static_consumer import ConsumerSettings
-        from static_consumer._tls import _check_not_expired, check_tls_files, speaks_tls, validity
+        from static_consumer._security.tls import _check_not_expired, check_tls_files, speaks_tls, validity
         from static_consumer.errors import ConfigurationError
         settings = ConsumerSettings(
             bootstrap_servers="127.0.0.1:9093", group_id="g", security_protocol="SSL",

@@ -3,7 +3,7 @@
 This is the only module of the consumer path that imports ``confluent_kafka``. Everything above it
 speaks the project's own types (:class:`Record`, :class:`RecordBatch`, :class:`TopicPartition`, and
 the seam's :class:`PollError` and :class:`ConsumerAdapter` in ``seam``), so the core runs on a fake
-adapter in unit tests. Error codes are classified through ``static_consumer._kafka_codes``; what stays
+adapter in unit tests. Error codes are classified through ``static_consumer._kafka.codes``; what stays
 here is how librdkafka reports them (the broker cause of a ``_FATAL`` is only in its text).
 
 Facts this module relies on (librdkafka 2.16 against Kafka 4.3, checked on a real broker):
@@ -37,10 +37,10 @@ from typing import Any, cast
 
 import confluent_kafka
 
-from static_consumer._config import ConfigValue
 from static_consumer._core.seam import AdapterError, PollError, RebalanceCallback
-from static_consumer._kafka_codes import FATAL, FENCED_INSTANCE_ID, GROUP_ID_NOT_FOUND, UNRELEASED_INSTANCE_ID
-from static_consumer._record import wrap, wrap_one
+from static_consumer._kafka.codes import FATAL, FENCED_INSTANCE_ID, GROUP_ID_NOT_FOUND, UNRELEASED_INSTANCE_ID
+from static_consumer._records import wrap, wrap_one
+from static_consumer.settings._config import ConfigValue
 from static_consumer.types import Record, RecordBatch, RecordList, TopicPartition
 
 # librdkafka's own log lines (SESSTMOUT, MAXPOLL, FATAL, ...) go to this logger instead of stderr.

@@ -13,9 +13,9 @@ from collections.abc import Callable, Mapping
 
 from static_consumer._core.seam import PollError
 from static_consumer._core.session import Session, State
-from static_consumer._kafka_codes import ErrorKind, name_of
-from static_consumer._oauth import token_lost_error
-from static_consumer._secrets import scrub_for
+from static_consumer._kafka.codes import ErrorKind, name_of
+from static_consumer._security.oauth import token_lost_error
+from static_consumer._security.secrets import scrub_for
 from static_consumer.errors import (
     CommitFailedError,
     FatalConsumerError,
@@ -57,7 +57,8 @@ def scrubbed(settings: ConsumerSettings, error: PollError) -> PollError:
 def die(session: Session, error: PollError) -> StaticConsumerError:
     """End the session after a fatal error (FENCED or FAILED) and build the exception to raise."""
     error = scrubbed(session.settings, error)
-    fenced = is_fencing(error, after_join=session.state is State.RUNNING)
+    # A member closing was running (or joining) when close() began: what it hears is judged as then.
+    fenced = is_fencing(error, after_join=session.state in (State.RUNNING, State.CLOSING))
     instance_id, group_id = session.instance_id, session.settings.group_id
     exc: StaticConsumerError
     if fenced:
@@ -69,12 +70,9 @@ def die(session: Session, error: PollError) -> StaticConsumerError:
             "old pod that is still running)."
         )
     elif error.kind is ErrorKind.PROTOCOL_REFUSED:
-        exc = protocol_mismatch_error(error, group_id=group_id, protocol=session.settings.protocol)
+        exc = session.mode.refused(session, error)  # what the group refused depends on the protocol
     else:
-        exc = FatalConsumerError(
-            f"fatal consumer error in group {group_id!r} ({error.name}: {error.reason}); the client is "
-            "unusable: exit and let the process restart"
-        )
+        exc = fatal_error(error, group_id=group_id)
     # Nothing may be committed any more: the partitions belong to the process that fenced us.
     session.end(State.FENCED if fenced else State.FAILED, exc)
     log.error("%s", exc)
@@ -114,25 +112,21 @@ def unreleased_error(
     )
 
 
-def protocol_mismatch_error(error: PollError, *, group_id: str, protocol: str) -> GroupProtocolMismatchError:
-    """The group refused this member's protocol. librdkafka would retry the refused join forever (a
-    classic JoinGroup every 2 s; a KIP-848 client is dead already), and nothing changes while the other
-    members stay: so the member stops, and says which broker policy or migration step is missing."""
-    if protocol == "consumer":
-        why = (
-            "the group is a classic group with live members, and the brokers' "
-            "group.consumer.migration.policy ('disabled' or 'downgrade') forbids converting it online "
-            "(or the group id belongs to a share or streams group). Set the policy to 'upgrade' or "
-            "'bidirectional' on every broker, or migrate offline: stop every member, then start them with "
-            "protocol='consumer'"
-        )
-    else:
-        why = (
-            "the group is a consumer-protocol (KIP-848) group with live members and the brokers' "
-            "group.consumer.migration.policy is 'disabled', which refuses classic members (set it to "
-            "'downgrade' or 'bidirectional', or migrate offline: stop every member, then start them with "
-            "protocol='classic'), or the members share no assignor with this one"
-        )
+def fatal_error(error: PollError, *, group_id: str) -> FatalConsumerError:
+    """The exception for a fatal client error that is neither a fence nor a refused protocol."""
+    return FatalConsumerError(
+        f"fatal consumer error in group {group_id!r} ({error.name}: {error.reason}); the client is "
+        "unusable: exit and let the process restart"
+    )
+
+
+def protocol_mismatch_error(
+    error: PollError, *, group_id: str, protocol: str, why: str
+) -> GroupProtocolMismatchError:
+    """The group refused this member's ``protocol``, for the reason ``why`` (each group mode knows its
+    own: ``Mode.refused``). librdkafka would retry the refused join forever (a classic JoinGroup every
+    2 s; a KIP-848 client is dead already), and nothing changes while the other members stay: so the
+    member stops, and says which broker policy or migration step is missing."""
     return GroupProtocolMismatchError(
         f"group {group_id!r} refused this member's protocol={protocol!r} ({_cause(error)}): {why}. "
         "See docs/migration.md."
@@ -170,6 +164,7 @@ __all__ = [
     "check_token",
     "commit_error",
     "die",
+    "fatal_error",
     "is_fencing",
     "is_transient",
     "protocol_mismatch_error",

@@ -1,8 +1,9 @@
 """Joining: from settings to a join plan (identity, capability gate, static decision, client config),
 the client built from it, and what the coordinator still holds for this instance id.
 
-``plan_join`` runs before any librdkafka consumer exists, so a consumer that cannot be static (under
-policy 'require') never joins the group at all.
+The mode makes the plan (``Mode.plan``): a group member through :func:`plan_membership`, an ordinal
+consumer its own way; both start from :func:`prepare`. Planning runs before any librdkafka consumer
+exists, so a consumer that cannot be static (under policy 'require') never joins the group at all.
 """
 
 from __future__ import annotations
@@ -11,12 +12,11 @@ import logging
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
-from static_consumer._config import ConfigValue, consumer_config
 from static_consumer._core.seam import AdapterError, ConsumerAdapter, PollError
-from static_consumer._kafka_codes import ErrorKind
-from static_consumer._oauth import first_token, token_error, token_source
-from static_consumer._secrets import scrub_for
-from static_consumer._tls import check_tls_files
+from static_consumer._kafka.codes import ErrorKind
+from static_consumer._security.oauth import first_token, token_error, token_source
+from static_consumer._security.secrets import scrub_for
+from static_consumer._security.tls import check_tls_files
 from static_consumer.capabilities import BrokerCapabilities, StaticDecision, decide
 from static_consumer.errors import (
     AuthenticationError,
@@ -27,6 +27,7 @@ from static_consumer.errors import (
 from static_consumer.events import HeldAssignment
 from static_consumer.identity import Identity, resolve_identity
 from static_consumer.settings import ConsumerSettings
+from static_consumer.settings._config import ConfigValue, consumer_config
 
 log = logging.getLogger(__name__)
 
@@ -37,7 +38,7 @@ HeldLookup = Callable[[], HeldAssignment | None]
 def probe_broker(settings: ConsumerSettings) -> BrokerCapabilities:
     """The default :data:`Prober`: ApiVersions and group configs through kafka-python, imported here
     and not before, so a process that never starts a consumer never loads it."""
-    from static_consumer._probe import probe
+    from static_consumer._kafka.probe import probe
 
     return probe(settings)
 
@@ -58,20 +59,23 @@ class JoinPlan:
         return value if isinstance(value, str) else None
 
 
-def plan_join(settings: ConsumerSettings, env: Mapping[str, str], probe: Prober) -> JoinPlan:
-    """Resolve the identity, probe the broker and apply the static policy. Logs the gate's warnings."""
+def prepare(
+    settings: ConsumerSettings, env: Mapping[str, str], probe: Prober, *, identity_optional: bool
+) -> tuple[Identity | None, BrokerCapabilities]:
+    """What every join plan starts from, checked in this order: the topics, the identity (None only when
+    ``identity_optional`` and the pod name gives none), the TLS files, then the broker's capabilities."""
     if not settings.topics:
         raise ConfigurationError("topics is empty: set topics (STATIC_CONSUMER_TOPICS='a,b')")
-    identity = _identity(settings, env)
+    identity = _identity(settings, env, optional=identity_optional)
     check_tls_files(settings)  # a bad key or CA file fails here, named, before any client connects
-    caps = probe(settings)
-    if settings.assignment_mode == "ordinal":
-        # No group membership at all, so nothing static to decide and no session bounds to check. No
-        # group.instance.id either: an OffsetCommit carrying one is fenced (fatally) whenever a member
-        # with that id is in the group, and a non-member has no use for it.
-        decision = StaticDecision(False, ("assignment_mode='ordinal': manual assignment, no group join",))
-        log.info("consuming for group %r by ordinal, without joining it", settings.group_id)
-        return JoinPlan(identity, caps, decision, consumer_config(settings, None))
+    return identity, probe(settings)
+
+
+def plan_membership(settings: ConsumerSettings, env: Mapping[str, str], probe: Prober) -> JoinPlan:
+    """The plan of a group member: the capability gate's static decision and the client config with (or
+    without) the instance id. Logs the gate's warnings."""
+    # A dynamic member needs no instance id.
+    identity, caps = prepare(settings, env, probe, identity_optional=settings.static_policy == "dynamic")
     decision = decide(settings, caps)
     for warning in decision.warnings:
         log.warning("%s", warning)
@@ -118,7 +122,7 @@ def _refused(
     return FatalConsumerError(f"the consumer client could not be created ({text})")
 
 
-def _identity(settings: ConsumerSettings, env: Mapping[str, str]) -> Identity | None:
+def _identity(settings: ConsumerSettings, env: Mapping[str, str], *, optional: bool) -> Identity | None:
     try:
         return resolve_identity(
             env,
@@ -128,8 +132,8 @@ def _identity(settings: ConsumerSettings, env: Mapping[str, str]) -> Identity | 
             allow_unstable=settings.allow_unstable_instance_id,
         )
     except ConfigurationError:
-        if settings.static_policy == "dynamic" and settings.assignment_mode == "group":
-            return None  # a dynamic member needs no instance id (ordinal mode needs the pod's ordinal)
+        if optional:
+            return None
         raise
 
 
@@ -155,7 +159,7 @@ def held_lookup(settings: ConsumerSettings, instance_id: str | None) -> HeldLook
 
 
 def _ask(settings: ConsumerSettings, instance_id: str) -> HeldAssignment | None:
-    from static_consumer._broker import describe_group  # a broker call: loaded only when asked
+    from static_consumer._kafka.describe import describe_group  # a broker call: loaded only when asked
 
     try:
         group = describe_group(settings)
@@ -168,4 +172,13 @@ def _ask(settings: ConsumerSettings, instance_id: str) -> HeldAssignment | None:
     return HeldAssignment(held=True, partitions=member.assignment, group_state=group.state)
 
 
-__all__ = ["HeldLookup", "JoinPlan", "Prober", "build_client", "held_lookup", "plan_join", "probe_broker"]
+__all__ = [
+    "HeldLookup",
+    "JoinPlan",
+    "Prober",
+    "build_client",
+    "held_lookup",
+    "plan_membership",
+    "prepare",
+    "probe_broker",
+]

@@ -29,15 +29,18 @@ from typing import TypeVar
 
 from assignors import ordinal_plan
 from static_consumer._core import ownership
-from static_consumer._core.failures import commit_error, is_transient
+from static_consumer._core.failures import commit_error, fatal_error, is_transient
+from static_consumer._core.join import JoinPlan, Prober, prepare
 from static_consumer._core.seam import AdapterError, ConsumerAdapter, PollError, close_bounded
 from static_consumer._core.session import Session, State
 from static_consumer._core.topics import TopicWatch
-from static_consumer._kafka_codes import BY_NAME
+from static_consumer._kafka.codes import BY_NAME
+from static_consumer.capabilities import StaticDecision
 from static_consumer.errors import ConfigurationError, FatalConsumerError, RetriableError, StaticConsumerError
 from static_consumer.identity import Identity, ordinal_of
 from static_consumer.retry import RetryPolicy
 from static_consumer.settings import ConsumerSettings
+from static_consumer.settings._config import consumer_config
 from static_consumer.types import TopicPartition
 
 log = logging.getLogger(__name__)
@@ -203,12 +206,21 @@ class OrdinalAssignment:
 
 
 class OrdinalMode:
-    """:class:`~static_consumer._core.modes.Mode` for ``assignment_mode='ordinal'``: assign this pod's
+    """:class:`~static_consumer._core.session.Mode` for ``assignment_mode='ordinal'``: assign this pod's
     slice, never join, never leave (there is no membership to leave)."""
 
     def __init__(self) -> None:
         self.assignment: OrdinalAssignment | None = None
         self.topics: TopicWatch | None = None
+
+    def plan(self, settings: ConsumerSettings, env: Mapping[str, str], probe: Prober) -> JoinPlan:
+        """No group membership at all, so nothing static to decide and no session bounds to check. No
+        group.instance.id either: an OffsetCommit carrying one is fenced (fatally) whenever a member with
+        that id is in the group, and a non-member has no use for it. The pod name must give an ordinal."""
+        identity, caps = prepare(settings, env, probe, identity_optional=False)
+        decision = StaticDecision(False, ("assignment_mode='ordinal': manual assignment, no group join",))
+        log.info("consuming for group %r by ordinal, without joining it", settings.group_id)
+        return JoinPlan(identity, caps, decision, consumer_config(settings, None))
 
     def join(self, session: Session) -> None:
         """Plan and assign this pod's slice on a new client; a failed start closes the client (bounded),
@@ -233,6 +245,11 @@ class OrdinalMode:
 
     def recover(self, session: Session, error: PollError, handle: Callable[[PollError], object]) -> bool:
         return False  # nothing to rejoin: the pod never joined
+
+    def refused(self, session: Session, error: PollError) -> StaticConsumerError:
+        # A pod that never joins sends no JoinGroup or heartbeat for a group to refuse: like any other
+        # fatal error.
+        return fatal_error(error, group_id=session.settings.group_id)
 
     def close(self, session: Session, adapter: ConsumerAdapter, *, leave: bool, timeout_s: float) -> bool:
         close_bounded(adapter, timeout_s, log)

@@ -14,7 +14,7 @@ import logging
 from static_consumer._core.failures import check_token, recover_or_die, scrubbed
 from static_consumer._core.seam import ConsumerAdapter, PollError
 from static_consumer._core.session import Session
-from static_consumer._kafka_codes import ErrorKind
+from static_consumer._kafka.codes import ErrorKind
 from static_consumer.types import Record, RecordBatch
 
 log = logging.getLogger(__name__)

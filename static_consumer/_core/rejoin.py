@@ -15,7 +15,7 @@ librdkafka error: that client is dead, so every try needs a new one. What the gr
   when the holder last heartbeated, and librdkafka drops the broker's message naming the holder.
 
 So instead of retrying blind, the wait watches the group through the session's ``group_watch`` seam
-(``static_consumer._group_watch`` by default) and decides from what it sees:
+(``static_consumer._kafka.watch`` by default) and decides from what it sees:
 
 - holder gone: join at once with a new client. Refused again means another process got the id first;
   it is the new holder, with a clock of its own.
@@ -34,22 +34,21 @@ So instead of retrying blind, the wait watches the group through the session's `
   below session + margin, and never before a holder seen before it ran out had its session + margin: the
   bound ends waits that cannot see the group or whose coordinator keeps moving, not a slow release.
 
-Only a static member that was never assigned waits (``GroupMode.recover``): afterwards the same refusal
+Only a static member that was never assigned waits (``ConsumerMode.recover``): afterwards the same refusal
 means it was replaced while it was away, which is fencing.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
-from typing import Protocol
 
 from static_consumer._core.failures import scrubbed, unreleased_error
-from static_consumer._core.seam import ConsumerAdapter, PollError
+from static_consumer._core.seam import ConsumerAdapter, GroupWatch, PollError
 from static_consumer._core.session import Session, State
-from static_consumer._groups import GroupDescription, GroupMember
-from static_consumer._kafka_codes import ErrorKind
+from static_consumer._kafka.codes import ErrorKind
+from static_consumer._kafka.groups import GroupMember
 from static_consumer.capabilities import BrokerCapabilities
 from static_consumer.errors import (
     FencedInstanceError,
@@ -73,30 +72,9 @@ JOIN_POLLS = 25
 JOIN_POLL_S = 0.2  # so a join attempt watches the client for at most JOIN_POLLS * JOIN_POLL_S = 5 s
 
 
-class GroupWatch(Protocol):
-    """The broker look-ups of the wait; both return None when the broker did not answer."""
-
-    def look(self) -> GroupDescription | None:
-        """The group as its coordinator describes it now (members, assignments, coordinator id)."""
-        ...
-
-    def committed(self, partitions: Sequence[TopicPartition]) -> Mapping[TopicPartition, int] | None:
-        """The group's committed offsets of ``partitions`` (-1 where none)."""
-        ...
-
-    def session_ms(self) -> int | None:
-        """The group's own ``consumer.session.timeout.ms`` override now; None without one or unanswered."""
-        ...
-
-    def close(self) -> None: ...
-
-
-GroupWatchFactory = Callable[[ConsumerSettings], GroupWatch]
-
-
 def open_group_watch(settings: ConsumerSettings) -> GroupWatch:
-    """The default :data:`GroupWatchFactory`: one confluent-kafka AdminClient, imported only now."""
-    from static_consumer._group_watch import ConfluentGroupWatch
+    """The default ``GroupWatchFactory`` (``seam``): one confluent-kafka AdminClient, imported only now."""
+    from static_consumer._kafka.watch import ConfluentGroupWatch
 
     return ConfluentGroupWatch(settings)
 
@@ -367,8 +345,6 @@ def _not_released(session: Session, budget: ReleaseBudget) -> UnreleasedInstance
 
 
 __all__ = [
-    "GroupWatch",
-    "GroupWatchFactory",
     "ReleaseBudget",
     "open_group_watch",
     "release_budget",

@@ -1,10 +1,11 @@
 """The seam's own side: what the consumer core needs from a Kafka client, in the project's types.
 
 :class:`ConsumerAdapter` is implemented by ``confluent.ConfluentAdapter`` (librdkafka) and, in unit
-tests, by a scripted fake. Nothing here imports a client library, so the core depends on this module
-and only the code that builds a client depends on ``confluent``. Errors cross the seam as
-:class:`PollError`, classified by the error table: the core branches on ``error.kind``, never on a
-client's codes.
+tests, by a scripted fake; :class:`GroupWatch`, the broker look-ups of the wait for a held instance id,
+by ``static_consumer._kafka.watch`` and, in unit tests, a scripted fake. Nothing here imports a client
+library, so the core depends on this module and only the code that builds a client depends on
+``confluent``. Errors cross the seam as :class:`PollError`, classified by the error table: the core
+branches on ``error.kind``, never on a client's codes.
 """
 
 from __future__ import annotations
@@ -15,7 +16,9 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from static_consumer._kafka_codes import ErrorKind, classify
+from static_consumer._kafka.codes import ErrorKind, classify
+from static_consumer._kafka.groups import GroupDescription
+from static_consumer.settings import ConsumerSettings
 from static_consumer.types import Record, RecordBatch, TopicPartition
 
 RebalanceCallback = Callable[[list[TopicPartition]], None]
@@ -117,6 +120,28 @@ class ConsumerAdapter(Protocol):
     def close(self) -> None: ...
 
 
+class GroupWatch(Protocol):
+    """The broker look-ups of the wait for a held instance id (``rejoin``); both return None when the
+    broker did not answer."""
+
+    def look(self) -> GroupDescription | None:
+        """The group as its coordinator describes it now (members, assignments, coordinator id)."""
+        ...
+
+    def committed(self, partitions: Sequence[TopicPartition]) -> Mapping[TopicPartition, int] | None:
+        """The group's committed offsets of ``partitions`` (-1 where none)."""
+        ...
+
+    def session_ms(self) -> int | None:
+        """The group's own ``consumer.session.timeout.ms`` override now; None without one or unanswered."""
+        ...
+
+    def close(self) -> None: ...
+
+
+GroupWatchFactory = Callable[[ConsumerSettings], GroupWatch]
+
+
 def close_bounded(adapter: ConsumerAdapter, timeout_s: float, log: logging.Logger) -> bool:
     """Close ``adapter`` in a helper thread, waiting at most ``timeout_s``. False if it did not return.
 
@@ -146,6 +171,8 @@ def close_bounded(adapter: ConsumerAdapter, timeout_s: float, log: logging.Logge
 __all__ = [
     "AdapterError",
     "ConsumerAdapter",
+    "GroupWatch",
+    "GroupWatchFactory",
     "PollError",
     "RebalanceCallback",
     "close_bounded",

@@ -16,22 +16,19 @@ from collections import deque
 from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import Enum
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
-from static_consumer._core.join import build_client
+from static_consumer._core.join import JoinPlan, Prober, build_client
 from static_consumer._core.offsets import OffsetTracker
-from static_consumer._core.seam import ConsumerAdapter
-from static_consumer._oauth import TokenSource, token_source
+from static_consumer._core.seam import ConsumerAdapter, GroupWatchFactory, PollError
+from static_consumer._security.oauth import TokenSource, token_source
 from static_consumer.events import Dispatcher
 from static_consumer.settings import ConsumerSettings
 from static_consumer.types import Record, TopicPartition
 
 if TYPE_CHECKING:
-    from static_consumer._config import ConfigValue
-    from static_consumer._core.join import JoinPlan, Prober
-    from static_consumer._core.modes import Mode
-    from static_consumer._core.rejoin import GroupWatchFactory
     from static_consumer.errors import StaticConsumerError
+    from static_consumer.settings._config import ConfigValue
 
 AdapterFactory = Callable[[dict[str, "ConfigValue"]], ConsumerAdapter]
 MemberRemover = Callable[[ConsumerSettings, str], bool]
@@ -41,9 +38,10 @@ class State(Enum):
     """Where a consumer is in its life. The transitions :meth:`Session.move` allows::
 
         NEW        -> JOINING, RUNNING, CLOSED
-        JOINING    -> RUNNING, REJOINING, FENCED, FAILED, CLOSED
-        REJOINING  -> JOINING, RUNNING, FENCED, FAILED, CLOSED
-        RUNNING    -> JOINING, FENCED, FAILED, CLOSED
+        JOINING    -> RUNNING, REJOINING, CLOSING, FENCED, FAILED, CLOSED
+        REJOINING  -> JOINING, RUNNING, CLOSING, FENCED, FAILED, CLOSED
+        RUNNING    -> JOINING, CLOSING, FENCED, FAILED, CLOSED
+        CLOSING    -> FENCED, FAILED, CLOSED
         FENCED     -> CLOSED
         FAILED     -> CLOSED
         CLOSED     ->
@@ -58,15 +56,21 @@ class State(Enum):
       replaced and rejoins with the same instance id (the partitions were reported lost).
     - -> FENCED: another process took the instance id; -> FAILED: any other fatal error. Both are
       final: the consumer never commits or consumes again, and every call raises the same error.
-    - -> CLOSED: ``close()`` or ``leave_group()``, from any state.
+    - -> CLOSING: ``close()`` or ``leave_group()`` of a consumer with a client, from JOINING, REJOINING
+      or RUNNING. The last commit, the revoke callbacks the client runs on its way out, leaving the group
+      and the client's close run in it; a fence met meanwhile still ends it FENCED (or FAILED).
+    - -> CLOSED: the close finished, or ``close()`` of a consumer without a client (never started, or
+      FENCED or FAILED: it never commits again), from any state.
 
-    Consuming and committing work in JOINING, REJOINING and RUNNING (:attr:`Session.usable`).
+    Consuming and committing work in JOINING, REJOINING, RUNNING and CLOSING (:attr:`Session.usable`):
+    while closing, a listener may still mark records processed in ``on_revoked``, and they are committed.
     """
 
     NEW = "new"
     JOINING = "joining"
     REJOINING = "rejoining"
     RUNNING = "running"
+    CLOSING = "closing"
     FENCED = "fenced"
     FAILED = "failed"
     CLOSED = "closed"
@@ -75,14 +79,15 @@ class State(Enum):
 _ENDINGS = frozenset({State.FENCED, State.FAILED, State.CLOSED})
 TRANSITIONS: Mapping[State, frozenset[State]] = {
     State.NEW: frozenset({State.JOINING, State.RUNNING, State.CLOSED}),
-    State.JOINING: frozenset({State.RUNNING, State.REJOINING}) | _ENDINGS,
-    State.REJOINING: frozenset({State.JOINING, State.RUNNING}) | _ENDINGS,
-    State.RUNNING: frozenset({State.JOINING}) | _ENDINGS,
+    State.JOINING: frozenset({State.RUNNING, State.REJOINING, State.CLOSING}) | _ENDINGS,
+    State.REJOINING: frozenset({State.JOINING, State.RUNNING, State.CLOSING}) | _ENDINGS,
+    State.RUNNING: frozenset({State.JOINING, State.CLOSING}) | _ENDINGS,
+    State.CLOSING: _ENDINGS,
     State.FENCED: frozenset({State.CLOSED}),
     State.FAILED: frozenset({State.CLOSED}),
     State.CLOSED: frozenset(),
 }
-USABLE = frozenset({State.JOINING, State.REJOINING, State.RUNNING})
+USABLE = frozenset({State.JOINING, State.REJOINING, State.RUNNING, State.CLOSING})
 
 
 @dataclass(frozen=True, slots=True)
@@ -173,6 +178,42 @@ class StallWatch:
             self.lost_in = call
 
 
+class Mode(Protocol):
+    """How a consumer gets its partitions, and every decision that depends on the assignment mode or the
+    group protocol: ``membership.ClassicMode`` and ``membership.ConsumerMode`` (group members) and
+    ``ordinal.OrdinalMode`` implement it, ``modes.mode_for`` picks one. The consumer and the phases call
+    it and never ask which one they have."""
+
+    def plan(self, settings: ConsumerSettings, env: Mapping[str, str], probe: Prober) -> JoinPlan:
+        """The join plan: identity, the broker's capabilities, the static decision, the client config."""
+        ...
+
+    def join(self, session: Session) -> None:
+        """Create the client and start consuming: subscribe (-> JOINING) or assign (-> RUNNING)."""
+        ...
+
+    def on_poll(self, session: Session, adapter: ConsumerAdapter) -> None:
+        """Work on the poll path after each client call (ordinal: follow partition count changes)."""
+        ...
+
+    def recover(self, session: Session, error: PollError, handle: Callable[[PollError], object]) -> bool:
+        """Try to recover from a fatal ``error`` by replacing the client; True when it did."""
+        ...
+
+    def refused(self, session: Session, error: PollError) -> StaticConsumerError:
+        """The exception for a group that refused this member's protocol (``ErrorKind.PROTOCOL_REFUSED``)."""
+        ...
+
+    def close(self, session: Session, adapter: ConsumerAdapter, *, leave: bool, timeout_s: float) -> bool:
+        """Close ``adapter`` within ``timeout_s`` (leaving the group if ``leave``); True when the member
+        is known to be gone from the group."""
+        ...
+
+    def commit_error(self, error: PollError, offsets: Mapping[TopicPartition, int]) -> StaticConsumerError:
+        """The exception for a commit the broker refused (not fatally)."""
+        ...
+
+
 class Session:
     """A consumer's settings, seams, state, client and partitions: everything the core phases share.
 
@@ -237,7 +278,7 @@ class Session:
 
     @property
     def usable(self) -> bool:
-        """Whether consuming and committing are allowed (JOINING, REJOINING, RUNNING)."""
+        """Whether consuming and committing are allowed (JOINING, REJOINING, RUNNING, CLOSING)."""
         return self.state in USABLE
 
     def give_back(self, records: Sequence[Record]) -> None:
@@ -301,7 +342,8 @@ class Session:
 
     def token_lost(self) -> str | None:
         """Why no client can log in any more: the OAUTHBEARER token expired while the provider kept
-        failing (:meth:`~static_consumer._oauth.TokenSource.lost`); None otherwise and without one."""
+        failing (:meth:`~static_consumer._security.oauth.TokenSource.lost`); None otherwise and without
+        one."""
         return None if self.tokens is None else self.tokens.lost()
 
 
@@ -310,6 +352,7 @@ __all__ = [
     "TRANSITIONS",
     "AdapterFactory",
     "MemberRemover",
+    "Mode",
     "RateLimiter",
     "Session",
     "StallWatch",

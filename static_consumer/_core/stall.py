@@ -35,7 +35,7 @@ from static_consumer._core.failures import recover_or_die
 from static_consumer._core.poll import accept, after_client_call
 from static_consumer._core.seam import AdapterError, ConsumerAdapter
 from static_consumer._core.session import Session
-from static_consumer._kafka_codes import ErrorKind
+from static_consumer._kafka.codes import ErrorKind
 from static_consumer.events import Stalled, StallVerdict
 from static_consumer.types import Record, TopicPartition
 
@@ -57,8 +57,9 @@ _WAIT: Mapping[StallVerdict, Callable[[float], float]] = {
 }
 
 
-def threshold_s(session: Session) -> float:
-    """The longest gap between client returns that is not checked, from the session timeout.
+def threshold_s(session_ms: float, heartbeat_ms: int | None = None) -> float:
+    """The longest gap between client returns that is not checked, from the group session's timeout and,
+    where the client knows it (classic), its heartbeat interval; the group mode says which they are.
 
     Half the session timeout, and at most three quarters of (session - heartbeat interval) when the
     interval is known (classic). Why: the broker counts the session from the last heartbeat it
@@ -70,16 +71,8 @@ def threshold_s(session: Session) -> float:
     a busy host. A lower threshold only adds checks that were not needed (one commit round trip each,
     measured 1-5 ms); a higher one would miss expiries.
     """
-    settings, plan = session.settings, session.plan
-    assert plan is not None  # a member joins after its plan exists
-    heartbeat_ms: object = None
-    if settings.protocol == "classic":
-        session_ms = settings.session_timeout_ms
-        heartbeat_ms = plan.config.get("heartbeat.interval.ms")
-    else:  # the broker's session timeout, group override included (read by the probe)
-        session_ms = plan.capabilities.consumer_session_timeout_ms or UNKNOWN_SESSION_MS
     bound = session_ms / 2
-    if isinstance(heartbeat_ms, int) and heartbeat_ms < session_ms:
+    if heartbeat_ms is not None and heartbeat_ms < session_ms:
         bound = min(bound, (session_ms - heartbeat_ms) * 3 / 4)
     return bound / 1000
 

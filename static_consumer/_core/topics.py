@@ -22,7 +22,7 @@ from collections.abc import Callable, Sequence
 
 from static_consumer._core.seam import AdapterError, ConsumerAdapter
 from static_consumer._core.session import Session, State
-from static_consumer._secrets import scrub_for
+from static_consumer._security.secrets import scrub_for
 from static_consumer.errors import MissingTopicError
 from static_consumer.events import FatalError
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from static_consumer._groups import GroupMember, RemovalResult
+from static_consumer._kafka.groups import GroupMember, RemovalResult
 from static_consumer.admin.audit import GroupAudit
 from static_consumer.capabilities import BrokerCapabilities, decide
 from static_consumer.errors import StaticConsumerError

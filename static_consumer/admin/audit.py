@@ -23,8 +23,9 @@ from typing import Any
 import kafka.errors as kafka_errors
 
 from assignors import AuditReport, Member, Partition, Plan, compare, range_plan, roundrobin_plan
-from static_consumer import _broker
-from static_consumer._groups import GroupDescription, GroupMember, partitions_to_json
+from static_consumer._kafka import kafka_python
+from static_consumer._kafka.describe import describe_with
+from static_consumer._kafka.groups import GroupDescription, GroupMember, partitions_to_json
 from static_consumer.settings import ConsumerSettings
 from static_consumer.types import TopicPartition
 
@@ -234,8 +235,8 @@ def audit_group(
     group = group_id or settings.group_id
     # Regex subscriptions cannot be resolved here; the members' own subscriptions cover them.
     literal = [t for t in settings.topics if not t.startswith("^")]
-    with _broker.kafka_admin(settings, f"audit group {group}") as admin:
-        description = _broker.describe(admin, settings, group)
+    with kafka_python.kafka_admin(settings, f"audit group {group}") as admin:
+        description = describe_with(admin, settings, group)
         counts, missing = partition_counts(admin, topics_of(description, [*topics, *literal]))
     return audit_description(description, counts, missing)
 

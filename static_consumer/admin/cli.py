@@ -19,14 +19,15 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, TextIO
 
-from static_consumer import _probe
-from static_consumer._groups import RemovalResult
-from static_consumer._secrets import ISSUED_TOKENS, env_secrets, scrub
+from static_consumer._kafka import probe as _probe
+from static_consumer._kafka.groups import RemovalResult
+from static_consumer._security.secrets import ISSUED_TOKENS, env_secrets, scrub
 from static_consumer.admin import _render as render
 from static_consumer.admin import audit
 from static_consumer.admin import members as admin
 from static_consumer.capabilities import BrokerCapabilities
 from static_consumer.errors import (
+    EXIT_CONFIG,
     EXIT_FATAL,
     EXIT_OK,
     EXIT_TEMPFAIL,
@@ -38,6 +39,8 @@ from static_consumer.settings import ConsumerSettings
 EXIT_AUDIT = 1  # describe --check: the audit found problems, or the group is rebalancing
 EXIT_USAGE = 2  # argparse's own code for a bad command line
 EXIT_INTERRUPTED = 130
+DEMO_MODULE = "static_consumer_lab.demo"
+DEMO_EXTRA = "'static-consumer[demo]'"
 PROBE_GROUP = "static-consumer-cli"  # probe needs no group; ConsumerSettings requires one
 # settings field -> flag; each overrides STATIC_CONSUMER_<FIELD>
 CONNECTION_FLAGS = {
@@ -205,8 +208,7 @@ def main(
     args_list = list(sys.argv[1:] if argv is None else argv)
     out, err = stdout or sys.stdout, stderr or sys.stderr
     if args_list[:1] == ["demo"]:
-        demo: Any = importlib.import_module("static_consumer.demo")  # written separately, heavy imports
-        return int(demo.main(args_list[1:]) or 0)
+        return _demo(args_list[1:], err)
     parser = build_parser()
     try:
         args = parser.parse_args(args_list)
@@ -224,6 +226,19 @@ def main(
             raise
         info = {"type": type(exc).__name__, "message": str(exc), "exit_code": EXIT_FATAL}
         return _fail(args, out, err, info, EXIT_FATAL)
+
+
+def _demo(argv: list[str], err: TextIO) -> int:
+    """``static-consumer demo``: the experiment lives in the lab distribution (static-consumer-lab), which
+    the runtime wheel does not hold; it is imported only now (it is written separately, heavy imports)."""
+    try:
+        demo: Any = importlib.import_module(DEMO_MODULE)
+    except ModuleNotFoundError as exc:
+        if exc.name not in (DEMO_MODULE, DEMO_MODULE.partition(".")[0]):
+            raise  # something the demo itself needs: its own error says what
+        err.write(f"static-consumer demo: the demo is not installed; pip install {DEMO_EXTRA}\n")
+        return EXIT_CONFIG
+    return int(demo.main(argv) or 0)
 
 
 def _fail(args: argparse.Namespace, out: TextIO, err: TextIO, info: dict[str, Any], code: int) -> int:

@@ -17,9 +17,10 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from static_consumer import _broker
-from static_consumer._broker import describe_group
-from static_consumer._groups import GroupDescription, RemovalResult
+from static_consumer._kafka import kafka_python
+from static_consumer._kafka.describe import describe_group, describe_with
+from static_consumer._kafka.groups import GroupDescription, RemovalResult
+from static_consumer._kafka.members import leave
 from static_consumer.admin._ordinals import instance_id_for, ordinal_of, ordinal_pattern
 from static_consumer.errors import ConfigurationError, UnknownInstanceIdError
 from static_consumer.identity import validate_instance_id
@@ -49,13 +50,13 @@ def remove_members(
     wanted = list(dict.fromkeys(validate_instance_id(i) for i in instance_ids))
     if not wanted:
         raise ConfigurationError("no instance ids to remove: give at least one --instance-id")
-    with _broker.kafka_admin(settings, f"remove members from group {group}") as admin:
-        description = _broker.describe(admin, settings, group)
+    with kafka_python.kafka_admin(settings, f"remove members from group {group}") as admin:
+        description = describe_with(admin, settings, group)
         unknown = [i for i in wanted if i not in description.instance_ids]
         if unknown and missing == "error":
             raise UnknownInstanceIdError(_unknown_message(description, unknown))
         present = [i for i in wanted if i in description.instance_ids]
-        removed, absent, failed = _broker.leave(admin, group, present, reason)
+        removed, absent, failed = leave(admin, group, present, reason)
     return RemovalResult(group, removed, tuple(unknown) + absent, failed)
 
 
@@ -95,8 +96,8 @@ def scale_down(
         raise ConfigurationError("scale_down needs replicas, ordinals or instance_ids")
     if replicas is not None and replicas < 0:
         raise ConfigurationError(f"replicas must be >= 0, not {replicas}")
-    with _broker.kafka_admin(settings, f"scale down group {group}") as admin:
-        description = _broker.describe(admin, settings, group)
+    with kafka_python.kafka_admin(settings, f"scale down group {group}") as admin:
+        description = describe_with(admin, settings, group)
         if replicas is not None:
             pattern = ordinal_pattern(template, statefulset=statefulset, group_id=group)
             for member_id in sorted(description.instance_ids):
@@ -105,7 +106,7 @@ def scale_down(
                     chosen.append(member_id)
         wanted = list(dict.fromkeys(chosen))
         present = [i for i in wanted if i in description.instance_ids]
-        removed, absent, failed = _broker.leave(admin, group, present, reason)
+        removed, absent, failed = leave(admin, group, present, reason)
     unknown = tuple(i for i in wanted if i not in description.instance_ids)
     return RemovalResult(group, removed, unknown + absent, failed)
 

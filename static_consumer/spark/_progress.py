@@ -87,7 +87,7 @@ class LagProbe:
         from kafka.admin import OffsetSpec
         from kafka.structs import TopicPartition as KafkaTopicPartition
 
-        from static_consumer._kafka_python import admin_client
+        from static_consumer._kafka.kafka_python import admin_client
 
         if self._admin is None:
             self._closer = admin_client(self._settings, "static-consumer-spark-lag")

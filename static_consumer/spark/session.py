@@ -17,7 +17,7 @@ from importlib import resources
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from static_consumer._secrets import redact_url_params
+from static_consumer._security.secrets import redact_url_params
 from static_consumer.errors import ConfigurationError
 
 if TYPE_CHECKING:

@@ -1,0 +1,169 @@
+"""A consumer in a child process that streams what happens to it as JSON lines on stdout.
+
+``python -m static_consumer_lab.child '<json spec>'``. Spec keys:
+
+- ``mode``: ``"confluent"`` (a plain confluent-kafka consumer, ``config`` is its librdkafka config),
+  ``"static"`` (a StaticConsumer, ``settings`` are ConsumerSettings fields, ``env`` its environment)
+  or ``"spark"`` (a Spark bridge pod, see :mod:`static_consumer_lab.child_spark`);
+- ``topics``; ``commit``: commit processed offsets after each batch (default true);
+- ``batch``: records per batch; ``max_records``; ``max_runtime_s`` (default 300: every run ends);
+- ``process_s``: seconds each batch takes to process (a sleep between handing it out and committing);
+- ``block`` (static mode): a path; once a file exists there, the next batch's handler blocks for the
+  seconds written in it before its commit, and the file is removed (``blocking``, ``unblocked``); with a
+  second number, at least the first and until a file ``<path>.release`` appears, at most the second;
+- ``leave_on_exit``: StaticConsumer.leave_group() instead of close() on SIGTERM;
+- ``go_on_after_refused_commit``: a refused commit (e.g. after a lost session, or partitions that moved
+  during the batch) is reported as ``commit_refused`` and consuming goes on, instead of ending the child;
+- ``event_log``: path of a JSONL membership event log; ``otel``: OpenTelemetry totals as ``metrics``;
+- ``hold``: import everything, emit ``held`` and wait for a line on stdin before starting the consumer;
+- ``workload``: per-record processing time, modelled state rebuilds and liveness ticks, with processing
+  times in ``records`` events (see ``static_consumer_lab.child_work``).
+
+Events: ready, assigned, revoked, lost, records (with [topic, partition, offset] triples), committed,
+commit_deferred (a transient commit failure: the offsets go with the next commit), commit_refused,
+stalled (StaticConsumer's stall guard), blocking and unblocked (with ``block``), error, fenced, closed,
+metrics (with ``otel``), rebuild and alive (with ``workload``), held, exit. SIGTERM finishes the current
+batch, commits and closes.
+"""
+
+from __future__ import annotations
+
+import json
+import signal
+import sys
+import time
+from collections.abc import Callable
+from typing import Any
+
+from static_consumer_lab.child_work import Workload
+
+_stop = False
+
+
+def emit(kind: str, **fields: Any) -> None:
+    sys.stdout.write(json.dumps({"kind": kind, "ts": time.time(), **fields}) + "\n")
+    sys.stdout.flush()
+
+
+def _on_sigterm(_signum: int, _frame: Any) -> None:
+    global _stop
+    _stop = True
+
+
+def _tps(partitions: Any) -> list[list[Any]]:
+    return sorted([tp.topic, tp.partition] for tp in partitions)
+
+
+def run_confluent(spec: dict[str, Any]) -> int:
+    from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
+
+    work = Workload(spec["workload"], emit) if spec.get("workload") is not None else None
+
+    def on_assign(c: Any, ps: Any) -> None:
+        emit("assigned", partitions=_tps(ps), member_id=c.memberid())
+        if work is not None:
+            work.assigned((tp.topic, tp.partition) for tp in ps)
+
+    def on_revoke(kind: str) -> Callable[[Any, Any], None]:
+        def revoke(_c: Any, ps: Any) -> None:
+            emit(kind, partitions=_tps(ps))
+            if work is not None:
+                work.revoked((tp.topic, tp.partition) for tp in ps)
+
+        return revoke
+
+    consumer = Consumer(spec["config"])
+    consumer.subscribe(
+        spec["topics"], on_assign=on_assign, on_revoke=on_revoke("revoked"), on_lost=on_revoke("lost")
+    )
+    emit("ready")
+    deadline = time.monotonic() + float(spec.get("max_runtime_s", 300))
+    seen = 0
+    max_records = spec.get("max_records")
+    try:
+        while not _stop and time.monotonic() < deadline and (max_records is None or seen < max_records):
+            msgs = consumer.consume(int(spec.get("batch", 500)), 0.2)
+            if work is not None:
+                work.tick()
+                work.settle()
+            batch: list[list[Any]] = []
+            created: list[int | None] = []
+            for msg in msgs:
+                err = msg.error()
+                if err is not None:
+                    if err.code() == KafkaError._PARTITION_EOF:
+                        continue
+                    emit("error", code=err.code(), name=err.name(), reason=err.str(), fatal=err.fatal())
+                    if err.code() == KafkaError._FATAL:
+                        return 3
+                    continue
+                batch.append([msg.topic(), msg.partition(), msg.offset()])
+                created.append(msg.timestamp()[1])
+            if not batch:
+                continue
+            seen += len(batch)
+            if work is not None:
+                work.process([(t, p, o, c) for (t, p, o), c in zip(batch, created, strict=True)])
+            else:
+                emit("records", records=batch)
+            time.sleep(float(spec.get("process_s", 0)))
+            if spec.get("commit", True):
+                last: dict[tuple[str, int], int] = {}
+                for topic, partition, offset in batch:
+                    last[(topic, partition)] = max(offset, last.get((topic, partition), -1))
+                try:
+                    consumer.commit(
+                        offsets=[TopicPartition(t, p, o + 1) for (t, p), o in sorted(last.items())],
+                        asynchronous=False,
+                    )
+                except KafkaException as exc:
+                    if not spec.get("go_on_after_refused_commit") or exc.args[0].fatal():
+                        raise
+                    emit("commit_refused", reason=str(exc))
+                    continue
+                emit("committed", offsets=[[t, p, o + 1] for (t, p), o in sorted(last.items())])
+    finally:
+        consumer.close()
+        emit("closed")
+    return 0
+
+
+def _hold(mode: str) -> bool:
+    """Load everything the mode needs, say ``held``, and wait for a line on stdin; False on EOF.
+
+    Lets a caller start the interpreter ahead of time, so that when the consumer starts does not depend
+    on how long Python takes to import on a busy machine.
+    """
+    import confluent_kafka  # noqa: F401 - imported for its load time
+
+    if mode == "static":
+        import static_consumer_lab.child_static  # noqa: F401 - imported for its load time
+    emit("held")
+    return bool(sys.stdin.readline())
+
+
+def main(argv: list[str]) -> int:
+    spec = json.loads(argv[1])
+    signal.signal(signal.SIGTERM, _on_sigterm)
+    mode = spec.get("mode", "confluent")
+    if spec.get("hold") and not _hold(mode):
+        code = 0
+    elif mode == "confluent":
+        code = run_confluent(spec)
+    elif mode == "static":
+        from static_consumer_lab.child_static import run_static
+
+        code = run_static(spec, emit, lambda: _stop)
+    elif mode == "spark":
+        from static_consumer_lab.child_spark import run_spark
+
+        code = run_spark(spec, emit)
+    else:
+        emit("error", reason=f"unknown mode {mode!r}")
+        code = 2
+    emit("exit", code=code)
+    return code
+
+
+if __name__ == "__main__":
+    raise SystemExit(main(sys.argv))

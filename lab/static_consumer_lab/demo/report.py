@@ -1,0 +1,85 @@
+"""Render a demo run: the header with every knob, the side-by-side table, and ``bounce.json``."""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from static_consumer_lab.demo.metrics import ROWS, Metrics
+from static_consumer_lab.demo.rundata import RunData
+
+
+def header(run: RunData) -> str:
+    meta = run.meta
+    cfg = meta.get("config", {})
+    w0, w1 = run.window
+    kill = "yes (each member SIGKILLed in turn, then restarted)" if cfg.get("kill") else "no"
+    lines = [
+        f"Rolling bounce: {cfg.get('members')} members x {cfg.get('rounds')} graceful round(s), "
+        f"hard-kill round: {kill}; "
+        f"{run.partitions} partitions, {cfg.get('rate_per_s')} records/s from one producer, "
+        f"every strategy a group on the same topic, bounced at the same moments",
+        f"restart delay {cfg.get('restart_delay_s')} s (exit to the new process's consumer start), "
+        f"processing {cfg.get('processing_ms')} ms/record, state warm-up {cfg.get('state_warmup_s')} s "
+        f"per partition received without its state (0: stateless), "
+        f"session timeout {cfg.get('session_timeout_s')} s, heartbeat {meta.get('heartbeat_ms')} ms, "
+        f"max.poll.interval.ms {meta.get('max_poll_ms')}",
+        f"bounce window {w1 - w0:.1f} s; Apache Kafka {meta.get('kafka_version')} ({meta.get('backend')}), "
+        f"librdkafka {meta.get('librdkafka')}, {meta.get('cpus')} CPUs, load average "
+        f"{_load(meta.get('load_before'))} before, {_load(meta.get('load_after'))} after; "
+        f"run wall time {meta.get('wall_s')} s",
+    ]
+    for name, text in meta.get("descriptions", {}).items():
+        lines.append(f"  {name}: {text}")
+    formed = meta.get("formation_s")
+    if formed:
+        lines.append(
+            "group formation, all members started together (s to a complete assignment): "
+            + ", ".join(f"{name} {seconds}" for name, seconds in formed.items())
+        )
+    for late in meta.get("unsettled", []):
+        lines.append(
+            f"WARNING: {', '.join(late['groups'])} had not settled {late['waited_s']} s "
+            f"after {late['after']} "
+            "(the run went on; the events show the group's state)"
+        )
+    return "\n".join(lines)
+
+
+def _load(values: Sequence[float] | None) -> str:
+    return "n/a" if not values else "/".join(f"{v:.1f}" for v in values)
+
+
+def table(metrics: Mapping[str, Metrics]) -> str:
+    columns = list(metrics)
+    head = ["", *columns]
+    body = [[label, *[fmt(getattr(metrics[c], key)) for c in columns]] for key, label, fmt in ROWS]
+    widths = [max(len(row[i]) for row in [head, *body]) for i in range(len(head))]
+    lines = [
+        "  ".join(
+            cell.rjust(w) if i else cell.ljust(w) for i, (cell, w) in enumerate(zip(row, widths, strict=True))
+        )
+        for row in [head, *body]
+    ]
+    lines.insert(1, "  ".join("-" * w for w in widths))
+    return "\n".join(lines)
+
+
+def write_json(
+    path: Path, run: RunData, tallied: Mapping[str, Metrics], recounted: Mapping[str, list[str]] | None
+) -> None:
+    """``recounted``: per strategy the fields on which the recount from the files disagreed."""
+    doc: dict[str, Any] = {
+        "written": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+        "window": list(run.window),
+        "topic": run.topic,
+        "partitions": run.partitions,
+        "meta": dict(run.meta),
+        "strategies": {name: m.to_json() for name, m in tallied.items()},
+        "recount_differences": recounted,
+        "events": "events/ (recount with: static-consumer demo --recount <this directory>)",
+    }
+    path.write_text(json.dumps(doc, indent=2) + "\n")

@@ -1,0 +1,137 @@
+"""kafka-python admin sessions for the probe and the broker calls: closed, classified, quiet about secrets.
+
+Imported only where kafka-python is used (the capability probe, the group reads, member removal, the
+operator tools), never by the consume path. Two kafka-python 3.0 behaviours are guarded against here
+(both seen against a Kafka 4.3 SASL listener):
+
+- Its bootstrap retries a refused SASL authentication until the bootstrap timeout and then reports only
+  "Unable to bootstrap", so a wrong password would look like an unreachable broker: callers ask
+  librdkafka after such a failure (:func:`explain`).
+- At DEBUG it logs its whole configuration (SASL password included) and every request, including the
+  SASL PLAIN authentication bytes, which hold the password. While a client lives, a filter on the
+  ``kafka`` loggers masks the configured secrets in every record.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+import kafka.errors as kafka_errors
+from kafka.admin import KafkaAdminClient
+
+from static_consumer._kafka.admin_client import error_for
+from static_consumer._kafka.codes import CODES, ErrorKind, classify
+from static_consumer._kafka.login import failed_login, login_refusal
+from static_consumer._security.oauth import first_token, token_error, token_source
+from static_consumer._security.secrets import scrubbed_logs, secrets_of
+from static_consumer._security.tls import check_tls_files
+from static_consumer.errors import StaticConsumerError
+from static_consumer.settings import ConsumerSettings
+from static_consumer.settings._config import kafka_python_config
+
+CLIENT_ID = "static-consumer-admin"
+# kafka-python's own errors that carry no broker code: the cluster did not answer in time.
+_UNREACHABLE = (kafka_errors.KafkaTimeoutError, kafka_errors.KafkaConnectionError)
+# How kafka-python renders a broker error as text ("[Error 69] GroupIdNotFoundError: ..."), e.g. the
+# group-level error of a DescribeGroups answer.
+_ERRNO_TEXT = re.compile(r"\[Error (-?\d+)\]")
+
+
+def kind_of(exc: BaseException) -> ErrorKind:
+    """Classify a kafka-python exception through the error table (its ``errno``)."""
+    errno = getattr(exc, "errno", None)
+    if isinstance(errno, int) and errno in CODES:
+        return classify(errno)
+    if isinstance(exc, _UNREACHABLE):
+        return ErrorKind.UNREACHABLE
+    return ErrorKind.TRANSIENT if getattr(exc, "retriable", False) is True else ErrorKind.OTHER
+
+
+def kind_of_text(text: str) -> ErrorKind:
+    """Classify a broker error that kafka-python hands over as text."""
+    match = _ERRNO_TEXT.search(text)
+    return classify(int(match.group(1))) if match else ErrorKind.OTHER
+
+
+@contextmanager
+def admin_client(settings: ConsumerSettings, client_id: str) -> Iterator[Any]:
+    """A KafkaAdminClient for ``settings``, closed on exit (also when its bootstrap fails).
+
+    Raises kafka-python errors (a refused SASL login mostly as a bootstrap timeout, see module docs), or
+    AuthenticationError when the OAUTHBEARER provider gives no usable token.
+    """
+    check_tls_files(settings)  # never let OpenSSL prompt for a key password on the terminal
+    created: list[Any] = []
+
+    def recording_factory(**configs: Any) -> Any:
+        # KafkaAdminClient starts its network thread before bootstrapping and does not stop it when the
+        # bootstrap fails; holding the network client lets us close it on that path too.
+        client = KafkaAdminClient.DEFAULT_CONFIG["kafka_client"](**configs)
+        created.append(client)
+        return client
+
+    cfg = kafka_python_config(settings) | {"client_id": client_id, "kafka_client": recording_factory}
+    first_token(cfg, settings)  # a provider that gives no token ends here, with its reason
+    tokens = token_source(cfg)
+    with scrubbed_logs(secrets_of(settings)):
+        admin = None
+        try:
+            admin = KafkaAdminClient(**cfg)
+            yield admin
+        except kafka_errors.KafkaError:
+            # kafka-python turns a provider failing at a later login into a failed connection.
+            lost = tokens.lost() if tokens is not None else None
+            if lost is not None:
+                raise token_error(settings, lost) from None
+            raise
+        finally:
+            if admin is not None:
+                admin.close()
+            else:
+                for client in created:
+                    client.close()
+
+
+@contextmanager
+def kafka_admin(settings: ConsumerSettings, doing: str) -> Iterator[Any]:
+    """A kafka-python KafkaAdminClient for ``doing`` (e.g. "describe group g"), closed on exit.
+
+    Broker errors raised inside the block are translated (see :func:`translate`). The local checks (TLS
+    files, the OAUTHBEARER provider's first token) run before any client is built, and a refusal of the
+    credentials or a failed TLS handshake ends it at once (see ``login.check_login``), not after
+    ``connect_timeout_s``.
+    """
+    failed = failed_login(settings)
+    if failed is not None:
+        raise error_for(*failed, settings, doing)
+    try:
+        with admin_client(settings, CLIENT_ID) as admin:
+            yield admin
+    except kafka_errors.KafkaError as exc:
+        raise translate(explain(exc, settings), settings, doing) from None
+
+
+def explain(exc: kafka_errors.KafkaError, settings: ConsumerSettings) -> kafka_errors.KafkaError:
+    """The SASL refusal behind a kafka-python timeout or lost connection, if the brokers refuse the
+    credentials; else ``exc`` itself.
+
+    kafka-python 3.0 drops the broker's refusal whenever the broker closes the connection right after
+    sending it (it reads the data and the end of stream together and keeps only the end), so with SCRAM
+    a wrong password mostly surfaces as "Unable to bootstrap". librdkafka reports it reliably.
+    """
+    if kind_of(exc) is ErrorKind.UNREACHABLE:
+        reason = login_refusal(settings)
+        if reason is not None:
+            return kafka_errors.SaslAuthenticationFailedError(reason)
+    return exc
+
+
+def translate(exc: BaseException, settings: ConsumerSettings, doing: str) -> StaticConsumerError:
+    """The project error for a kafka-python error met while ``doing`` something."""
+    return error_for(kind_of(exc), str(exc) or type(exc).__name__, settings, doing)
+
+
+__all__ = ["CLIENT_ID", "admin_client", "explain", "kafka_admin", "kind_of", "kind_of_text", "translate"]

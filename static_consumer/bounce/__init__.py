@@ -1,1 +1,0 @@
-"""Deprecated: the rolling-bounce experiment moved to :mod:`static_consumer.demo`."""
