@@ -28,7 +28,7 @@ typecheck: $(STAMP)
 # ("no tests collected") is a failure here: a suite that runs nothing proves nothing.
 test: lint typecheck
 	@mkdir -p out
-	$(BIN)/pytest tests integration -p no:cacheprovider --junitxml=out/junit.xml; rc=$$?; \
+	$(BIN)/pytest tests integration -p no:cacheprovider --durations=25 --junitxml=out/junit.xml; rc=$$?; \
 	  if [ $$rc -eq 5 ]; then echo "pytest collected no tests (exit 5): failing"; exit 1; fi; exit $$rc
 	$(MAKE) unit-pure-python
 
