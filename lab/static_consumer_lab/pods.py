@@ -52,8 +52,10 @@ class PoolPod:
         workdir: Path,
         env: Mapping[str, str] | None = None,
         record_offsets: bool = True,
+        plain: bool = False,
     ) -> None:
         self.name = name
+        self.plain = plain  # the single-process pod main instead (no pool, no status file): the control
         self.processes = processes
         self.dir = workdir / name
         self.dir.mkdir(parents=True, exist_ok=True)
@@ -75,6 +77,8 @@ class PoolPod:
         self.starts = 0
 
     def argv(self) -> list[str]:
+        if self.plain:
+            return [sys.executable, "-m", APP]
         return [
             sys.executable,
             "-m",

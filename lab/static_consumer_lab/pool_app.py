@@ -4,17 +4,19 @@
 what it does comes from the environment:
 
 - ``POOL_APP_WORK_ITERATIONS``: pure-Python work per record (a loop of that many iterations; the
-  benchmark calibrates it to a time per record on an idle core, so the work is the same whatever the load);
+  benchmark calibrates it to CPU time per record, so the work is the same whatever the load);
 - ``POOL_APP_RECORDS``: append ``topic partition offset instance_id`` per record to this file;
 - ``POOL_APP_BATCHES``: append ``instance_id records started ended`` (wall clock) per batch to this file.
 
 Each worker opens the files in ``setup`` (after the fork) with O_APPEND and writes a batch in one call,
-so the workers of a pod can share them.
+so the workers of a pod can share them. ``python -m static_consumer_lab.pool_app`` is the same handler
+in the single-process pod main of the README (``run_until_sigterm``, no pool): the control.
 """
 
 from __future__ import annotations
 
 import os
+import statistics
 import time
 from typing import Any
 
@@ -33,17 +35,18 @@ def work(iterations: int) -> int:
 
 
 def calibrate(seconds_per_record: float, rounds: int = 5) -> int:
-    """The iterations of :func:`work` that take ``seconds_per_record`` on this core (the fastest of
-    ``rounds`` measurements, the least disturbed by other processes)."""
+    """The iterations of :func:`work` that take ``seconds_per_record`` of this thread's CPU time (the
+    median of ``rounds`` measurements; CPU time, not wall time, so other processes on the machine do not
+    shrink the work)."""
     probe = 200_000
-    best = min(_timed(probe) for _ in range(rounds))
-    return max(1, round(probe * seconds_per_record / best))
+    taken = statistics.median(_cpu_time(probe) for _ in range(rounds))
+    return max(1, round(probe * seconds_per_record / taken))
 
 
-def _timed(iterations: int) -> float:
-    began = time.perf_counter()
+def _cpu_time(iterations: int) -> float:
+    began = time.thread_time()
     work(iterations)
-    return time.perf_counter() - began
+    return time.thread_time() - began
 
 
 def _open(variable: str) -> int | None:
@@ -74,4 +77,21 @@ def handle(batch: list[Record]) -> None:
         os.write(_worker["batches"], f"{who} {len(batch)} {started:.6f} {time.time():.6f}\n".encode())
 
 
-__all__ = ["calibrate", "handle", "setup", "work"]
+def main() -> int:
+    """The README's single-process pod main around :func:`handle`."""
+    from static_consumer import ConsumerSettings, StaticConsumer, exit_code_for, run_until_sigterm
+
+    try:
+        consumer = StaticConsumer(ConsumerSettings.load())
+        setup(WorkerInfo(0, 1, os.environ.get("POD_NAME"), os.environ.get("POD_NAME")))
+        run_until_sigterm(consumer, handle)
+    except Exception as exc:  # noqa: BLE001 - every failure becomes a documented exit code
+        return exit_code_for(exc)
+    return 0
+
+
+__all__ = ["calibrate", "handle", "main", "setup", "work"]
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
