@@ -7,7 +7,7 @@ SIGTERM reaches every worker (finish the batch, commit, close without LeaveGroup
 ``shutdown_timeout_s``; a crashed worker is restarted in place with the same id; a fenced worker (82),
 bad settings (78) or a broker that cannot do it (69) stop the pool with that code.
 
-- :mod:`~static_consumer.pool._ids`: the workers' ids (pure)
+- :mod:`~static_consumer.pool._ids`: the workers' ids, checked before forking
 - :mod:`~static_consumer.pool._exits`: what an exit means, the restart back-off, the pool's code (pure)
 - :mod:`~static_consumer.pool._status`: health per worker, readiness, the probe files
 - :mod:`~static_consumer.pool._worker`: a worker process

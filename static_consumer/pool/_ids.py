@@ -1,8 +1,8 @@
-"""Which instance is each worker of a pod's pool: ``{pod id}-{k}``, k = 0..N-1. Pure.
+"""Which instance is each worker of a pod's pool: ``{pod id}-{k}``, k = 0..N-1.
 
-The pod's own ``group.instance.id`` is resolved exactly as a single-process pod resolves it
-(:func:`~static_consumer.identity.resolve_identity`: explicit id, ``STATIC_CONSUMER_INSTANCE_ID``, or the
-pod name through ``instance_id_template``); worker ``k`` appends ``-k``. Every id is validated by Kafka's
+The pod's own ``group.instance.id`` is resolved by the same function a single-process pod's start
+resolves it with (explicit id, ``STATIC_CONSUMER_INSTANCE_ID``, or the pod name through
+``instance_id_template``); worker ``k`` appends ``-k``. Every id is validated by Kafka's
 rules here, before any process is forked, so a bad id fails the pod at once (exit 78) instead of N times.
 
 How the ids sort: librdkafka's ``range`` and ``roundrobin`` order members by instance id, bytewise
@@ -17,9 +17,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from static_consumer._security.tls import check_tls_files
+from static_consumer._core.join import check_locally
 from static_consumer.errors import ConfigurationError
-from static_consumer.identity import Identity, resolve_identity, validate_instance_id
+from static_consumer.identity import validate_instance_id
 from static_consumer.settings import ConsumerSettings
 
 MAX_PROCESSES = 1024  # far beyond any pod's cores: a bigger number is a typo
@@ -57,27 +57,12 @@ def plan_workers(
             f"ordinal, not per worker. Use processes=1 (and {processes}x the replicas), or "
             "assignment_mode='group' for a pool"
         )
-    if not settings.topics:
-        raise ConfigurationError("topics is empty: set topics (STATIC_CONSUMER_TOPICS='a,b')")
-    identity = _pod_identity(settings, env)
-    check_tls_files(settings)  # as a consumer's start() does: a bad key or CA file fails the pod here
-    if identity is None:
+    dynamic = settings.static_policy == "dynamic"
+    identity = check_locally(settings, env, identity_optional=dynamic)  # as each worker's start() would
+    if identity is None or dynamic:
         return tuple(WorkerInfo(k, processes, None, None) for k in range(processes))
     return tuple(
         WorkerInfo(k, processes, worker_id(identity.instance_id, k), identity.pod) for k in range(processes)
-    )
-
-
-def _pod_identity(settings: ConsumerSettings, env: Mapping[str, str]) -> Identity | None:
-    """The pod's identity as a single-process pod would resolve it; None for dynamic members."""
-    if settings.static_policy == "dynamic":
-        return None
-    return resolve_identity(
-        env,
-        group_id=settings.group_id,
-        explicit=settings.instance_id,
-        template=settings.instance_id_template,
-        allow_unstable=settings.allow_unstable_instance_id,
     )
 
 
