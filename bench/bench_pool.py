@@ -17,11 +17,12 @@ the time from the first batch's start to the last batch's end, across the pod's 
 back to back, in alternating order, after a warm-up round; ratios are taken within a round. Memory: RSS,
 PSS and USS (private) of every process of the pod, read from /proc near the end of the read.
 
-restart: per run and protocol, two pods of 2 workers (app-0, app-1) on 8 partitions, a producer writing
-200 records/s; (a) a rolling restart of app-0 (SIGTERM, wait for its exit, start it again), (b) SIGKILL
-to one worker of app-0 (the pool restarts it in place). Counts broker rebalances (classic generations,
-KIP-848 group epoch bumps, from the broker log) and revocations seen by the other pod and by the other
-worker; times from the signal; and whether the partitions came back to the same workers.
+restart: per run and protocol, two pods of 2 workers (app-<run>-0, app-<run>-1) on 8 partitions, a
+producer writing 200 records/s; (a) a rolling restart of the first (SIGTERM, wait for its exit, start it
+again), (b) SIGKILL to one worker of the first (the pool restarts it in place). Counts broker rebalances
+(classic generations, KIP-848 group epoch bumps, from the broker log) and revocations seen by the other
+pod and by the other worker; times from the signal; and whether the partitions came back to the same
+workers.
 """
 
 from __future__ import annotations
@@ -204,7 +205,8 @@ def one_restart_run(cluster: JvmKafkaCluster, protocol: str, workdir: Path) -> d
     topic = create_topic(bootstrap, f"bench-pool-restart-{tag}", PARTITIONS)
     group = f"bench-pool-restart-{protocol}-{tag}"
     conf = settings(bootstrap, group, topic, protocol)
-    a, b = (PoolPod(f"{n}-{tag}", processes=2, settings=conf, workdir=workdir) for n in ("app-0", "app-1"))
+    # StatefulSet pod names (app-<run>-<ordinal>): the pool derives its workers' ids from them
+    a, b = (PoolPod(f"app-{tag}-{n}", processes=2, settings=conf, workdir=workdir) for n in (0, 1))
     pods = [a, b]
     out: dict[str, Any] = {}
     with SteadyProducer(bootstrap, topic, rate_per_s=200, max_s=900):
