@@ -154,3 +154,20 @@ def test_the_operator_tools_keep_their_import_path() -> None:
     from static_consumer.admin import audit_group, describe_group, remove_members, scale_down
 
     assert all(callable(f) for f in (audit_group, describe_group, remove_members, scale_down))
+
+
+def test_the_process_pool_exports_exactly_its_surface() -> None:
+    from static_consumer import pool
+
+    assert set(pool.__all__) == {
+        "PoolStatus",
+        "ProcessPool",
+        "RestartPolicy",
+        "StatusFiles",
+        "WorkerInfo",
+        "WorkerStatus",
+        "plan_workers",
+        "run_pool",
+        "worker_id",
+    }
+    assert all(hasattr(pool, name) for name in pool.__all__)
