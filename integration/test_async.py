@@ -41,6 +41,11 @@ from static_consumer_lab.kafka_ops import high_watermarks
 from static_consumer_lab.loop_lag import LoopLag
 from static_consumer_lab.processes import ConsumerProcess
 
+pytestmark = pytest.mark.lab_broker(
+    "KIP-848 groups take a 10 s session (an idle duplicate's exit 75 waits session + margin); what is "
+    "tested is the asyncio consumer, whatever the session length"
+)
+
 PARTITIONS = 4
 SIGNAL = signal.SIGUSR2  # sent to this process; the runner handles it through the loop like SIGTERM
 WAIT_S = 90.0  # upper bounds only: the machine is shared and loaded
@@ -51,7 +56,7 @@ Factories = tuple[Callable[..., ConsumerProcess], str, Callable[..., str], Calla
 
 def _group(protocol: str, factories: Factories) -> Group:
     start_process, bootstrap, topics, groups = factories
-    return Group.new(start_process, bootstrap, topics, groups, PARTITIONS, protocol=protocol)
+    return Group.new(start_process, bootstrap, topics, groups, PARTITIONS, protocol=protocol, lab=True)
 
 
 @pytest.fixture

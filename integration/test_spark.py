@@ -30,6 +30,10 @@ from static_consumer.spark import (
 )
 from static_consumer_lab import ConsumerProcess, committed_offsets, produce
 
+pytestmark = pytest.mark.lab_broker(
+    "Spark bridge pods join without the 3 s initial rebalance delay; nothing here depends on the session"
+)
+
 
 @pytest.fixture(scope="module", params=["local", "standalone"])
 def spark(request: pytest.FixtureRequest) -> Iterator[Any]:

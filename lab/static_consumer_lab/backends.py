@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Literal, Protocol
 
 from static_consumer_lab._classpath import HarnessError, kafka_version
-from static_consumer_lab.jvm import JvmKafkaCluster
+from static_consumer_lab.jvm import JvmKafkaCluster, Profile
 from static_consumer_lab.kafka_ops import wait_for_metadata
 
 Backend = Literal["external", "docker", "jvm"]
@@ -128,14 +128,21 @@ def docker_cluster(compose: Path | None = None) -> Iterator[DockerCluster]:
 
 
 @contextmanager
-def local_cluster(env: Mapping[str, str], nodes: int = 1) -> Iterator[KafkaCluster]:
-    """A cluster for tests, benchmarks and the demo, from the first backend available."""
+def local_cluster(
+    env: Mapping[str, str], nodes: int = 1, profile: Profile = "stock"
+) -> Iterator[KafkaCluster]:
+    """A cluster for tests, benchmarks and the demo, from the first backend available.
+
+    ``profile``: ``stock`` (Apache Kafka's group settings) or ``lab`` (lowered group minimums; see
+    :mod:`static_consumer_lab.jvm`). The Docker image runs with stock settings, so a ``lab`` broker
+    always comes from the JVM harness; an existing cluster (``external``) is whatever it is.
+    """
     backend = select_backend(env, docker_engine_reachable)
     if backend == "external":
         yield ExternalCluster(env["KAFKA_BOOTSTRAP_SERVERS"])
-    elif backend == "docker" and nodes == 1:
+    elif backend == "docker" and nodes == 1 and profile == "stock":
         with docker_cluster() as cluster:
             yield cluster
     else:
-        with JvmKafkaCluster(nodes) as jvm:
+        with JvmKafkaCluster(nodes, profile=profile) as jvm:
             yield jvm

@@ -2,16 +2,23 @@
 
 Fixtures:
 
-- ``kafka_cluster`` (session): a real Apache Kafka broker: ``KAFKA_BOOTSTRAP_SERVERS`` if set, else the
-  ``apache/kafka`` image through pytest-docker when a Docker engine answers, else a KRaft broker on the
-  JVM from Maven Central jars. Never skipped: if no broker can start, the test errors with the broker log.
-- ``kafka_bootstrap_servers`` (session): its bootstrap string.
+- ``kafka_cluster``: the real Apache Kafka broker shared by the session's tests of one *profile*:
+  ``stock`` (Apache Kafka's own group settings: 45 s KIP-848 sessions, 5 s heartbeats, a 3 s initial
+  rebalance delay) unless the test is marked ``@pytest.mark.lab_broker("why")``, which gives it the
+  ``lab`` broker (group minimums lowered: 1 s sessions, 500 ms heartbeats, no initial delay), for tests
+  whose point does not depend on the session length. Each is started at its first use and shared to the
+  end of the session (``kafka_stock_cluster``, ``kafka_lab_cluster``): ``KAFKA_BOOTSTRAP_SERVERS`` if set
+  (both profiles: an existing cluster has the settings it has), else the ``apache/kafka`` image through
+  pytest-docker when a Docker engine answers (stock only), else a KRaft broker on the JVM from Maven
+  Central jars. Never skipped: if no broker can start, the test errors with the broker log.
+- ``kafka_bootstrap_servers``: its bootstrap string. ``kafka_profile``: ``"stock"`` or ``"lab"``.
 - ``kafka_topic_factory``: ``make_topic(partitions=1, prefix="t") -> name`` with a unique name.
 - ``kafka_group_id_factory``: ``make_group(prefix="g") -> group id``, unique.
 - ``kafka_consumer_process_factory``: ``start(spec, name=...) -> ConsumerProcess``; every child is killed
   at teardown.
-- ``kafka_jvm_cluster_factory``: ``start(nodes=3, extra_config={...}) -> JvmKafkaCluster`` for tests that
-  restart brokers or need other broker settings; stopped at teardown. ``kafka_jvm_module_cluster_factory``
+- ``kafka_jvm_cluster_factory``: ``start(nodes=3, extra_config={...}, profile="stock") -> JvmKafkaCluster``
+  for tests that restart brokers or need other broker settings (``profile="lab"``: the lowered group
+  minimums); stopped at teardown. ``kafka_jvm_module_cluster_factory``
   is the same, its clusters stopped at the end of the module: one cluster for several tests (each must
   leave it as it found it).
 - ``kafka_sasl_cluster`` (session): a one-node JVM cluster with a SASL_PLAINTEXT listener
@@ -42,7 +49,7 @@ import pytest
 if TYPE_CHECKING:  # the harness is imported by the fixtures that use it, never at plugin load
     from static_consumer_lab.backends import KafkaCluster
     from static_consumer_lab.group import Group
-    from static_consumer_lab.jvm import JvmKafkaCluster
+    from static_consumer_lab.jvm import JvmKafkaCluster, Profile
     from static_consumer_lab.processes import ConsumerProcess
     from static_consumer_lab.spark import SparkConnectServer, StandaloneCluster
 
@@ -53,6 +60,9 @@ if TYPE_CHECKING:  # the harness is imported by the fixtures that use it, never 
 _clusters: list[Any] = []
 _summary: list[str] = []
 _REPORTER_NAME = "static_consumer-broker-reports"
+# The marker that gives a test the lab broker. Declare it in your pytest configuration (this repository's
+# pyproject.toml does) or run with warnings about an unknown marker: the plugin registers no hook.
+LAB_MARKER = "lab_broker"
 
 
 class _BrokerReports:
@@ -100,13 +110,12 @@ def _describe_start(cluster: Any) -> str:
     )
 
 
-@pytest.fixture(scope="session")
-def kafka_cluster(pytestconfig: pytest.Config) -> Iterator[KafkaCluster]:
+def _shared_cluster(pytestconfig: pytest.Config, profile: Profile) -> Iterator[KafkaCluster]:
     from static_consumer_lab.backends import local_cluster
 
-    with local_cluster(os.environ) as cluster:
+    with local_cluster(os.environ, profile=profile) as cluster:
         _clusters.append(cluster)
-        _announce(pytestconfig, _describe_start(cluster))
+        _announce(pytestconfig, f"{profile} broker: " + _describe_start(cluster))
         try:
             yield cluster
         finally:
@@ -114,6 +123,30 @@ def kafka_cluster(pytestconfig: pytest.Config) -> Iterator[KafkaCluster]:
 
 
 @pytest.fixture(scope="session")
+def kafka_stock_cluster(pytestconfig: pytest.Config) -> Iterator[KafkaCluster]:
+    """The shared broker with Apache Kafka's own group settings."""
+    yield from _shared_cluster(pytestconfig, "stock")
+
+
+@pytest.fixture(scope="session")
+def kafka_lab_cluster(pytestconfig: pytest.Config) -> Iterator[KafkaCluster]:
+    """The shared broker with lowered group minimums (tests marked ``lab_broker``)."""
+    yield from _shared_cluster(pytestconfig, "lab")
+
+
+@pytest.fixture
+def kafka_profile(request: pytest.FixtureRequest) -> str:
+    """``lab`` for a test marked ``lab_broker``, else ``stock``."""
+    return "lab" if request.node.get_closest_marker(LAB_MARKER) is not None else "stock"
+
+
+@pytest.fixture
+def kafka_cluster(request: pytest.FixtureRequest, kafka_profile: str) -> KafkaCluster:
+    cluster: KafkaCluster = request.getfixturevalue(f"kafka_{kafka_profile}_cluster")
+    return cluster
+
+
+@pytest.fixture
 def kafka_bootstrap_servers(kafka_cluster: KafkaCluster) -> str:
     return kafka_cluster.bootstrap_servers
 
@@ -182,15 +215,18 @@ def kafka_consumer_process_factory(
 @pytest.fixture
 def kafka_group_factory(
     kafka_bootstrap_servers: str,
+    kafka_profile: str,
     kafka_topic_factory: Callable[..., str],
     kafka_group_id_factory: Callable[..., str],
     kafka_consumer_process_factory: Callable[..., ConsumerProcess],
 ) -> Callable[..., Group]:
     """``new(partitions, **options) -> Group``: members in child processes on a new topic with a new group
-    id, on the shared broker (``options`` are :class:`~static_consumer_lab.group.Group`'s fields)."""
+    id, on the test's shared broker (``options`` are :class:`~static_consumer_lab.group.Group`'s fields;
+    ``lab`` follows the broker's profile)."""
     from static_consumer_lab.group import Group
 
     def new(partitions: int, **options: Any) -> Group:
+        options.setdefault("lab", kafka_profile == "lab")
         return Group.new(
             kafka_consumer_process_factory,
             kafka_bootstrap_servers,
@@ -208,12 +244,14 @@ def _jvm_clusters(pytestconfig: pytest.Config) -> Iterator[Callable[..., JvmKafk
 
     started: list[JvmKafkaCluster] = []
 
-    def start(nodes: int = 3, extra_config: Mapping[str, str] | None = None) -> JvmKafkaCluster:
-        cluster = JvmKafkaCluster(nodes, extra_config=extra_config)
+    def start(
+        nodes: int = 3, extra_config: Mapping[str, str] | None = None, profile: Profile = "stock"
+    ) -> JvmKafkaCluster:
+        cluster = JvmKafkaCluster(nodes, extra_config=extra_config, profile=profile)
         started.append(cluster)
         _clusters.append(cluster)
         cluster.start()
-        _announce(pytestconfig, f"{nodes}-node " + _describe_start(cluster))
+        _announce(pytestconfig, f"{nodes}-node {profile} " + _describe_start(cluster))
         return cluster
 
     yield start
