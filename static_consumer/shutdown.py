@@ -147,6 +147,26 @@ def install_sigterm_handler(
     return ShutdownSignal(consumer, signals)
 
 
+def consume_until_stopped(
+    consumer: StaticConsumer,
+    handle_batch: Callable[[list[Record]], object],
+    *,
+    max_records: int = 500,
+    poll_timeout_s: float = 1.0,
+) -> None:
+    """The loop of :func:`run_until_sigterm`, without its signal handler and its close: start
+    ``consumer``, hand each non-empty batch to ``handle_batch`` and commit it through a
+    :class:`BatchCommitter`, until :meth:`StaticConsumer.stop`. For a pod main that ends another way
+    (``leave_group()`` on a scale-down, its own signal handling); the caller closes the consumer."""
+    committer = BatchCommitter(consumer)
+    consumer.start()
+    while not consumer.stopping:
+        batch = consumer.consume(max_records, poll_timeout_s)
+        if batch:
+            handle_batch(batch)
+            committer.commit(batch)
+
+
 def run_until_sigterm(
     consumer: StaticConsumer,
     handle_batch: Callable[[list[Record]], object],
@@ -169,14 +189,8 @@ def run_until_sigterm(
     """
     bound = consumer.settings.shutdown_timeout_s if timeout_s is None else timeout_s
     handler = install_sigterm_handler(consumer, signals=signals)
-    committer = BatchCommitter(consumer)
     try:
-        consumer.start()
-        while not consumer.stopping:
-            batch = consumer.consume(max_records, poll_timeout_s)
-            if batch:
-                handle_batch(batch)
-                committer.commit(batch)
+        consume_until_stopped(consumer, handle_batch, max_records=max_records, poll_timeout_s=poll_timeout_s)
     finally:
         try:
             consumer.close(timeout_s=handler.close_timeout(bound))
@@ -202,6 +216,7 @@ __all__ = [
     "BatchCommitter",
     "ShutdownSignal",
     "StopRequest",
+    "consume_until_stopped",
     "exit_code_for",
     "install_sigterm_handler",
     "run_until_sigterm",

@@ -33,7 +33,7 @@ from static_consumer import (
     run_until_sigterm,
 )
 from static_consumer.consumer import Commitable
-from static_consumer.shutdown import BatchCommitter
+from static_consumer.shutdown import consume_until_stopped
 from static_consumer_lab.child_work import Workload
 
 Emit = Callable[..., None]
@@ -175,17 +175,11 @@ def _handler(
 
 
 def _leave_after(consumer: StaticConsumer, handle: Callable[[list[Record]], None], batch: int) -> None:
-    """A scale-down pod (``leave_on_exit``): the pieces :func:`run_until_sigterm` is made of (its signal
-    handler and its BatchCommitter), then ``leave_group()`` where run_until_sigterm closes."""
+    """A scale-down pod (``leave_on_exit``): run_until_sigterm's loop and signal handler, then
+    ``leave_group()`` where run_until_sigterm closes."""
     handler = install_sigterm_handler(consumer)
-    committer = BatchCommitter(consumer)
     try:
-        consumer.start()
-        while not consumer.stopping:
-            records = consumer.consume(batch, POLL_S)
-            if records:
-                handle(records)
-                committer.commit(records)
+        consume_until_stopped(consumer, handle, max_records=batch, poll_timeout_s=POLL_S)
         consumer.leave_group()
     finally:
         consumer.close()
