@@ -21,6 +21,7 @@ import time
 from collections.abc import Callable
 
 import pytest
+from confluent_kafka import KafkaException
 
 from static_consumer._kafka.watch import ConfluentGroupWatch
 from static_consumer.settings import ConsumerSettings
@@ -138,7 +139,12 @@ def test_the_wait_reads_the_group_session_override(
     watch = ConfluentGroupWatch(settings)
     try:
         assert watch.session_ms() is None
-        # Within the stock broker's bounds (45-60 s): the only overrides a stock broker accepts.
+        # A stock broker bounds the override by its group.consumer.min/max.session.timeout.ms (45-60 s,
+        # IncrementalAlterConfigs answers INVALID_CONFIG): a group can lengthen its session, never
+        # shorten it below 45 s.
+        for outside in ("30000", "61000"):
+            with pytest.raises(KafkaException, match="consumer.session.timeout.ms must be"):
+                set_group_config(kafka_bootstrap_servers, group_id, {"consumer.session.timeout.ms": outside})
         set_group_config(kafka_bootstrap_servers, group_id, {"consumer.session.timeout.ms": "55000"})
         wait_until(lambda: watch.session_ms() == 55000, 10, "the override to be read")
     finally:

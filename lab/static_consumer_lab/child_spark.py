@@ -95,7 +95,7 @@ def run_spark(spec: dict[str, Any], emit: Emit) -> int:
             delta=spec.get("sink") == "delta",
             conf={"spark.sql.shuffle.partitions": "2", **spec.get("conf", {})},
         )
-    listeners: list[MembershipListener] = [_Streamer(emit, None)]
+    listeners: list[MembershipListener] = [_Streamer(emit, None, ready_on_join=False)]  # ready: below
     if spec.get("event_log"):
         from static_consumer.telemetry import EventLog
 

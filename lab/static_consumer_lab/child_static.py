@@ -46,13 +46,13 @@ def _tps(partitions: tuple[TopicPartition, ...]) -> list[list[Any]]:
 
 class _Streamer(MembershipListener):
     """Streams membership events; ``generation`` is the group generation (classic) or member epoch.
-    The first ``Joining`` is streamed as ``ready`` (start() passed the identity and capability checks
-    and the client is subscribing)."""
+    With ``ready_on_join``, the first ``Joining`` is streamed as ``ready`` (start() passed the identity and
+    capability checks and the client is subscribing)."""
 
-    def __init__(self, emit: Emit, work: Workload | None) -> None:
+    def __init__(self, emit: Emit, work: Workload | None, *, ready_on_join: bool = True) -> None:
         self.emit = emit
         self.work = work
-        self.ready = False
+        self.ready = not ready_on_join
 
     def on_joining(self, event: Joining) -> None:
         if not self.ready:
