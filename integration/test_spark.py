@@ -2,7 +2,8 @@
 standalone master with one worker (started from PySpark's own scripts, session fixture): rows equal
 Spark's own Kafka source for both handoffs, Parquet files on the cluster only with a shared directory,
 and nothing is committed when fn fails. A local-Spark pod whose session stops mid-batch exits 75 with
-SparkSessionStoppedError.
+SparkSessionStoppedError; a pod whose fn blocks past max.poll + session rides out the refused commit
+(both protocols).
 
 One SparkSession per backend (with Spark's Kafka connector from Maven Central, to compare). Restarts,
 kills and exactly-once sinks are in test_spark_exactly_once.py (bridge pods on a Spark Connect server).
@@ -29,11 +30,12 @@ from static_consumer.spark import (
     spark_session,
 )
 from static_consumer_lab import ConsumerProcess, committed_offsets, produce
+from static_consumer_lab.group import shorten_consumer_session
 from static_consumer_lab.kafka_ops import high_watermarks
 from static_consumer_lab.pauses import owned_at, taken_over
 from static_consumer_lab.processes import wait_until
 from static_consumer_lab.producer import SteadyProducer
-from static_consumer_lab.specs import static_spec
+from static_consumer_lab.specs import CLASSIC_DEFAULTS, for_protocol, static_spec
 
 pytestmark = pytest.mark.lab_broker(
     "Spark bridge pods join without the 3 s initial rebalance delay; nothing here depends on the session"
@@ -216,7 +218,9 @@ def test_a_local_pod_whose_session_stops_mid_batch_exits_75_with_a_typed_error(
     assert committed_offsets(bootstrap, group, topic, 1) == {0: written}  # batch 1 was not committed
 
 
+@pytest.mark.parametrize("protocol", ["classic", "consumer"])
 def test_a_pod_whose_fn_blocks_past_its_session_rides_out_the_refused_commit(
+    protocol: str,
     kafka_bootstrap_servers: str,
     kafka_topic_factory: Callable[..., str],
     kafka_group_id_factory: Callable[..., str],
@@ -224,17 +228,21 @@ def test_a_pod_whose_fn_blocks_past_its_session_rides_out_the_refused_commit(
     tmp_path: Path,
 ) -> None:
     """Issue 27 through the Spark runner: fn blocks 16 s, past max_poll_interval_ms (7 s) + session
-    (6 s); the other member takes the partitions and the batch's commit is refused. The pod does not
-    exit: a CommitRefused event, it rejoins and processes batches again, none of them of a partition the
-    other member owned then; nothing is lost."""
+    (6 s: the classic members' own, the KIP-848 group's config on the lab broker); the other member
+    takes the partitions and the batch's commit is refused. The pod does not exit: a CommitRefused
+    event, it rejoins and processes batches again, none of them of a partition the other member owned
+    then; nothing committed or lost."""
     bootstrap, topic, group = kafka_bootstrap_servers, kafka_topic_factory(4), kafka_group_id_factory()
-    fields: dict[str, Any] = {"session_timeout_ms": 6000, "max_poll_interval_ms": 7000}
+    fields: dict[str, Any] = {"protocol": protocol, "session_timeout_ms": 6000, "max_poll_interval_ms": 7000}
+    if protocol == "consumer":
+        shorten_consumer_session(bootstrap, group, 6000)  # and 500 ms heartbeats
     other = kafka_consumer_process_factory(
         {**static_spec(bootstrap, group, [topic], "app-0", **fields), "batch": 100}, name="app-0"
     )
     other.wait_for_kind("assigned", timeout_s=60)
     trigger = tmp_path / "block"
-    pod_fields = settings(bootstrap, group, topic, "app-1").model_copy(update=fields)
+    base = settings(bootstrap, group, topic, "app-1").model_dump(exclude_defaults=True)
+    pod_fields = ConsumerSettings(**for_protocol(protocol, CLASSIC_DEFAULTS, {**base, **fields}))
     spec = pod_spec(pod_fields, sink="noop", max_records=200, block=str(trigger), max_runtime_s=400)
     with SteadyProducer(bootstrap, topic, 100) as producer:
         pod = kafka_consumer_process_factory(spec, name="spark-1")
@@ -257,7 +265,8 @@ def test_a_pod_whose_fn_blocks_past_its_session_rides_out_the_refused_commit(
         )
         acked = producer.stop()
     print(
-        f"spark pod: blocked {unblocked['ts'] - blocking['ts']:.1f} s; commit refused ({refused['error']}); "
+        f"spark pod ({protocol}): blocked {unblocked['ts'] - blocking['ts']:.1f} s; commit refused "
+        f"({refused['error']}); "
         f"assigned again {back['ts'] - unblocked['ts']:.1f} s after fn returned"
     )
     assert pod.returncode is None, pod.stderr_tail()

@@ -321,3 +321,17 @@ def test_a_refused_commit_is_said_and_the_runner_goes_on() -> None:
     assert [(e.error, e.offsets) for e in seen.refused] == [("UNKNOWN_MEMBER_ID", ((P0, 3),))]
     assert [b.committed for b in seen.batches] == [False, True]
     assert factory.last.commits == [{P0: 6}]
+
+
+def test_the_batch_collected_meanwhile_loses_the_partitions_lost_with_the_refused_commit() -> None:
+    """Issue 27: fn outlived the session, so the next batch was collected (and taken) before the loss
+    was reported; its commit is refused. The next poll reports the partitions lost: the batch collected
+    meanwhile must lose their records before anything reaches fn (another member owns them now)."""
+    script: list[Step] = [Assign((P0, P1)), rec(0, 0), rec(1, 0), rec(0, 1), None]
+    meanwhile: list[Step] = [rec(1, 1), rec(0, 2), rec(1, 2)]  # fills the next batch: no more polls
+    after: list[Step] = [Lose((P0, P1)), Assign((P0,)), rec(0, 0), rec(0, 1), rec(0, 2)]
+    runner, factory, sink, _ = make_runner([*script, *meanwhile, *after], delay_s=0.3)
+    sink.on_call = lambda info: info.batch_id == 0 and factory.last.commit_failures.append(UNKNOWN_MEMBER)
+    runner.run(max_batches=2)
+    assert [pairs for pairs, _ in sink.batches] == [[(0, 0), (1, 0), (0, 1)], [(0, 0), (0, 1), (0, 2)]]
+    assert factory.last.commits == [{P0: 3}]
