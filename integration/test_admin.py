@@ -13,12 +13,19 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from static_consumer.admin import describe_group
 from static_consumer.admin.cli import main
 from static_consumer.settings import ConsumerSettings
 from static_consumer_lab.group import shorten_consumer_session
 from static_consumer_lab.processes import ConsumerProcess, wait_until
 from static_consumer_lab.specs import confluent_spec
+
+pytestmark = pytest.mark.lab_broker(
+    "KIP-848 groups take a 500 ms heartbeat override (below the stock 5 s minimum) so that they settle in "
+    "seconds; what is tested is removal by instance id, which no session setting changes"
+)
 
 # Long enough that a test passing within seconds proves the removal, not the expiry, moved the partitions.
 SESSION_TIMEOUT_MS = 60_000

@@ -100,7 +100,15 @@ def _form(
         return {**spec, "max_runtime_s": 600}  # outlive the slowest broker restarts on a loaded machine
 
     group = Group(
-        start, bootstrap, group_id, topic, partitions, protocol, session_ms=SESSION_MS, spec_factory=spec
+        start,
+        bootstrap,
+        group_id,
+        topic,
+        partitions,
+        protocol,
+        session_ms=SESSION_MS,
+        spec_factory=spec,
+        lab=True,
     )
     group.start(members[0]).wait_for_kind("assigned", timeout_s=60)  # the first one leads
     for name in members[1:]:
@@ -116,7 +124,9 @@ def _topic(bootstrap: str, partitions: int, **options: Any) -> str:
 
 @pytest.fixture(scope="module")
 def three_nodes(kafka_jvm_module_cluster_factory: Callable[..., JvmKafkaCluster]) -> JvmKafkaCluster:
-    return kafka_jvm_module_cluster_factory(3)
+    # lab: KIP-848 groups take a 30 s session (below the stock 45 s minimum); riding out broker faults does
+    # not depend on the session length, only on it outlasting a fail-over.
+    return kafka_jvm_module_cluster_factory(3, profile="lab")
 
 
 @pytest.fixture
@@ -289,12 +299,13 @@ OUTAGE_S = 6.0  # plus the broker's own start-up: well below SESSION_MS either w
 def lone_broker(
     request: pytest.FixtureRequest, kafka_jvm_cluster_factory: Callable[..., JvmKafkaCluster]
 ) -> Iterator[Restartable]:
-    """A one-node cluster of the test's own on the JVM; on the container, the session's container
-    (stopped and started by the test, started again here if the test failed with it down)."""
+    """A one-node lab cluster (as the 3-node cluster above) of the test's own on the JVM; on the
+    container, the session's lab container (stopped and started by the test, started again here if the
+    test failed with it down)."""
     if request.param == "jvm":
-        yield kafka_jvm_cluster_factory(1)
+        yield kafka_jvm_cluster_factory(1, profile="lab")
         return
-    cluster: ContainerKafkaCluster = request.getfixturevalue("kafka_container_cluster")
+    cluster: ContainerKafkaCluster = request.getfixturevalue("kafka_container_lab_cluster")
     yield cluster
     cluster.start_node(1)
 

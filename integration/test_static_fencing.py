@@ -34,6 +34,11 @@ from static_consumer_lab.processes import ConsumerProcess, Event, wait_until
 from static_consumer_lab.producer import SteadyProducer
 from static_consumer_lab.specs import static_spec
 
+pytestmark = pytest.mark.lab_broker(
+    "KIP-848 groups take a 10 s session: an idle duplicate exits 75 after session + margin; who is fenced, "
+    "and what is committed after, does not depend on the session length"
+)
+
 PARTITIONS = 4
 BATCH = 50
 FENCE_BOUND_S = 10.0  # issue 3: the fenced process exits within 10 s

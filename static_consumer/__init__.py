@@ -35,6 +35,7 @@ from static_consumer.errors import (
 from static_consumer.events import (
     Assigned,
     Closed,
+    CommitRefused,
     FatalError,
     Fenced,
     HeldAssignment,
@@ -68,6 +69,7 @@ __all__ = [
     "CapabilityError",
     "Closed",
     "CommitFailedError",
+    "CommitRefused",
     "ConfigurationError",
     "ConsumerClosedError",
     "ConsumerSettings",

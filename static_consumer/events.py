@@ -163,6 +163,31 @@ class BatchProgress(MembershipEvent):
         listener.on_batch(self)
 
 
+@dataclass(frozen=True, kw_only=True, slots=True)
+class CommitRefused(MembershipEvent):
+    """The broker refused a commit of ``offsets`` (``commit()``, and so the batch loops): the partitions
+    moved, or this member's session or generation ended (a lost session, a handler blocked past
+    ``max_poll_interval_ms``). Nothing was committed; the records come again, to whoever owns the
+    partitions now (at-least-once). The consumer goes on: the client rejoins by itself, and the loops
+    the library offers (``run_until_sigterm``, the asyncio runner, the Spark runner) keep consuming.
+
+    ``error`` is Kafka's name for the refusal (``UNKNOWN_MEMBER_ID``, ``ILLEGAL_GENERATION``,
+    ``REBALANCE_IN_PROGRESS``, ``FENCED_MEMBER_EPOCH``, ``STALE_MEMBER_EPOCH``; ``FENCED_INSTANCE_ID``
+    when a classic client had lost its own session), ``reason`` the client's text.
+    """
+
+    offsets: tuple[tuple[TopicPartition, int], ...]
+    error: str
+    reason: str = ""
+
+    @property
+    def partitions(self) -> tuple[TopicPartition, ...]:
+        return tuple(tp for tp, _offset in self.offsets)
+
+    def deliver(self, listener: MembershipListener) -> None:
+        listener.on_commit_refused(self)
+
+
 StallVerdict = Literal["ok", "lost", "gone", "unknown", "expired"]
 
 
@@ -228,6 +253,10 @@ class MembershipListener:
     def on_stalled(self, event: Stalled) -> None:
         """A gap longer than half the session timeout was checked before records were handed out."""
 
+    def on_commit_refused(self, event: CommitRefused) -> None:
+        """The broker refused a commit (the partitions moved, or the session ended); the records come
+        again, and the consumer goes on."""
+
 
 class Dispatcher:
     """Delivers events to listeners, collecting their exceptions for the caller to re-raise."""
@@ -264,6 +293,7 @@ __all__ = [
     "Assigned",
     "BatchProgress",
     "Closed",
+    "CommitRefused",
     "Dispatcher",
     "FatalError",
     "Fenced",

@@ -11,7 +11,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from static_consumer_lab.jvm import GROUP_TEST_CONFIG
+from static_consumer_lab.containers import group_values
+from static_consumer_lab.jvm import PROFILES, Profile
 from static_consumer_lab.kafka_image import base_tag, image_tag, recipe_hash
 
 HARNESS = Path(str(resources.files("static_consumer_lab")))
@@ -101,19 +102,22 @@ def test_properties_without_listeners_are_refused_with_a_message() -> None:
     assert done.returncode == 2 and "set KAFKA_LISTENERS" in done.stderr
 
 
-def test_the_compose_service_is_on_the_host_network_on_loopback_with_the_jvm_harness_settings() -> None:
+@pytest.mark.parametrize("profile", ["stock", "lab"])
+def test_the_compose_service_is_on_the_host_network_on_loopback_with_the_jvm_harness_settings(
+    profile: Profile,
+) -> None:
     compose = yaml.safe_load((HARNESS / "container" / "docker-compose.yml").read_text())
     service = compose["services"]["kafka"]
     assert service["network_mode"] == "host"
     assert "ports" not in service and "networks" not in service and "networks" not in compose
-    values = {"HARNESS_KAFKA_PORT": "39092", "HARNESS_CONTROLLER_PORT": "39093"}
+    values = {"HARNESS_KAFKA_PORT": "39092", "HARNESS_CONTROLLER_PORT": "39093", **group_values(profile)}
 
     def substituted(value: object) -> str:
         return re.sub(r"\$\{(\w+)\}", lambda m: values.get(m.group(1), m.group(0)), str(value))
 
     env = {k: substituted(v) for k, v in service["environment"].items() if k.startswith("KAFKA_")}
     props = _properties(env)
-    assert {k: props[k] for k in GROUP_TEST_CONFIG} == GROUP_TEST_CONFIG
+    assert {k: props[k] for k in PROFILES[profile]} == PROFILES[profile]
     assert props["listeners"] == "PLAINTEXT://127.0.0.1:39092,CONTROLLER://127.0.0.1:39093"
     assert props["advertised.listeners"] == "PLAINTEXT://127.0.0.1:39092"
     assert props["controller.quorum.voters"] == "1@127.0.0.1:39093"

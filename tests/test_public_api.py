@@ -20,6 +20,7 @@ EXPECTED = {
     "CapabilityError",
     "Closed",
     "CommitFailedError",
+    "CommitRefused",  # issue 27: a refused commit, which the loops ride out
     "ConfigurationError",
     "ConsumerClosedError",
     "ConsumerSettings",

@@ -18,7 +18,7 @@ from typing import Literal, Protocol
 
 from static_consumer_lab._classpath import HarnessError
 from static_consumer_lab.containers import DockerStatus, container_cluster, docker_status
-from static_consumer_lab.jvm import JvmKafkaCluster
+from static_consumer_lab.jvm import JvmKafkaCluster, Profile
 
 Backend = Literal["external", "docker", "jvm"]
 BACKENDS: tuple[Backend, ...] = ("jvm", "docker", "external")
@@ -91,11 +91,17 @@ def _say_on_stderr(line: str) -> None:
 
 @contextmanager
 def local_cluster(
-    env: Mapping[str, str], nodes: int = 1, warn: Callable[[str], None] = _warn_on_stderr
+    env: Mapping[str, str],
+    nodes: int = 1,
+    profile: Profile = "stock",
+    warn: Callable[[str], None] = _warn_on_stderr,
 ) -> Iterator[KafkaCluster]:
     """A cluster for tests, benchmarks and the demo, from the backend :func:`select_backend` picks.
 
-    The container backend runs one node: ``nodes > 1`` always runs on the JVM harness.
+    ``profile``: ``stock`` (Apache Kafka's group settings) or ``lab`` (lowered group minimums; see
+    :mod:`static_consumer_lab.jvm`), on the JVM harness and the container alike; an existing cluster
+    (``external``) is whatever it is. The container backend runs one node: ``nodes > 1`` always runs on
+    the JVM harness.
     """
     choice = select_backend(env, docker_status)
     if choice.warning is not None:
@@ -103,8 +109,8 @@ def local_cluster(
     if choice.backend == "external":
         yield ExternalCluster(env["KAFKA_BOOTSTRAP_SERVERS"])
     elif choice.backend == "docker" and nodes == 1:
-        with container_cluster(progress=_say_on_stderr) as cluster:
+        with container_cluster(profile=profile, progress=_say_on_stderr) as cluster:
             yield cluster
     else:
-        with JvmKafkaCluster(nodes) as jvm:
+        with JvmKafkaCluster(nodes, profile=profile) as jvm:
             yield jvm

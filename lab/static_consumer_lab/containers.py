@@ -21,7 +21,7 @@ from importlib import resources
 from pathlib import Path
 
 from static_consumer_lab._classpath import HarnessError, kafka_version
-from static_consumer_lab.jvm import free_ports, new_cluster_id
+from static_consumer_lab.jvm import PROFILES, Profile, free_ports, new_cluster_id
 from static_consumer_lab.kafka_ops import wait_for_metadata
 from static_consumer_lab.rebalances import Rebalance, parse
 
@@ -70,9 +70,7 @@ class DockerStatus:
         if self.compose is None:
             return "no compose command answers (`docker compose` plugin or `docker-compose`)"
         if not self.image_present:
-            return (
-                f"the image {self.image} is not built (python -m static_consumer_lab.kafka_image build)"
-            )
+            return f"the image {self.image} is not built (python -m static_consumer_lab.kafka_image build)"
         return None
 
 
@@ -103,10 +101,12 @@ class ContainerKafkaCluster:
         image: str,
         *,
         project: str | None = None,
+        profile: Profile = "stock",
         start_timeout_s: float = 120.0,
     ) -> None:
         self.compose = compose
         self.image = image
+        self.profile = profile
         self.version = kafka_version()
         self.project = project or f"static-consumer-kafka-{os.getpid()}-{time.monotonic_ns() % 10**6}"
         self.start_timeout_s = start_timeout_s
@@ -136,6 +136,7 @@ class ContainerKafkaCluster:
             "HARNESS_KAFKA_PORT": self.port,
             "HARNESS_CONTROLLER_PORT": self.controller_port,
             "HARNESS_CLUSTER_ID": new_cluster_id(),
+            **group_values(self.profile),
         }
         # Both compose versions read .env from the project directory: the compose file's own.
         (self.workdir / ".env").write_text("".join(f"{k}={v}\n" for k, v in values.items()))
@@ -235,8 +236,18 @@ class ContainerKafkaCluster:
         yield path
 
 
+def group_values(profile: Profile) -> dict[str, str]:
+    """The compose file's ``HARNESS_GROUP_*`` values: the group settings of the broker ``profile``
+    (:data:`static_consumer_lab.jvm.PROFILES`), so a container broker matches the JVM harness's."""
+    return {"HARNESS_" + key.upper().replace(".", "_"): value for key, value in PROFILES[profile].items()}
+
+
 def container_cluster(
-    compose: str | None = None, *, project: str | None = None, progress: Callable[[str], None] | None = None
+    compose: str | None = None,
+    *,
+    project: str | None = None,
+    profile: Profile = "stock",
+    progress: Callable[[str], None] | None = None,
 ) -> ContainerKafkaCluster:
     """A :class:`ContainerKafkaCluster` (not started) on the image built by
     :func:`~static_consumer_lab.kafka_image.build_image` (built here unless its tag exists).
@@ -257,4 +268,4 @@ def container_cluster(
     built = build_image(progress=progress)
     if progress is not None:
         progress(built.describe())
-    return ContainerKafkaCluster(compose, built.tag, project=project)
+    return ContainerKafkaCluster(compose, built.tag, project=project, profile=profile)

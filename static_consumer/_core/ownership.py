@@ -15,7 +15,9 @@ from collections.abc import Mapping, Sequence
 from static_consumer._core.failures import recover_or_die, scrubbed
 from static_consumer._core.seam import AdapterError, PollError
 from static_consumer._core.session import Session, State
-from static_consumer.events import Assigned, Lost, Revoked
+from static_consumer._kafka.codes import name_of
+from static_consumer.errors import CommitFailedError
+from static_consumer.events import Assigned, CommitRefused, Lost, Revoked
 from static_consumer.types import Record, RecordBatch, RecordList, TopicPartition
 
 log = logging.getLogger(__name__)
@@ -84,7 +86,15 @@ def commit(session: Session, what: Commitable, *, asynchronous: bool) -> dict[To
             # Raises unless the client was replaced (it had lost its own session): then the partitions
             # were reported lost and this commit is simply refused.
             recover_or_die(session, exc.error, _no_other_errors)
-        raise session.mode.commit_error(scrubbed(session.settings, exc.error), offsets) from None
+        error = scrubbed(session.settings, exc.error)
+        refusal = session.mode.commit_error(error, offsets)
+        if isinstance(refusal, CommitFailedError):  # not a transient failure: said once, as an event
+            refused = tuple(sorted(offsets.items()))
+            name = error.name if error.cause is None else name_of(error.cause)  # a _FATAL says its cause
+            session.dispatch.emit(
+                CommitRefused(**session.event_fields(), offsets=refused, error=name, reason=error.reason)
+            )
+        raise refusal from None
     if not asynchronous:
         session.offsets.committed(offsets)
     return offsets
