@@ -15,6 +15,7 @@ from static_consumer.errors import (
     EXIT_TEMPFAIL,
     EXIT_UNAVAILABLE,
     AuthenticationError,
+    AuthorizationError,
     BrokerUnavailableError,
     CapabilityError,
     CommitFailedError,
@@ -44,6 +45,7 @@ from static_consumer.events import (
     MembershipListener,
     Revoked,
     Stalled,
+    StandingBy,
 )
 from static_consumer.identity import Identity, resolve_identity, validate_instance_id
 from static_consumer.settings import ConsumerSettings, OAuthBearerToken
@@ -63,6 +65,7 @@ __all__ = [
     "EXIT_UNAVAILABLE",
     "Assigned",
     "AuthenticationError",
+    "AuthorizationError",
     "BrokerCapabilities",
     "BrokerUnavailableError",
     "CapabilityError",
@@ -91,6 +94,7 @@ __all__ = [
     "Revoked",
     "SessionTimeoutOutOfBoundsError",
     "Stalled",
+    "StandingBy",
     "State",
     "StaticConsumer",
     "StaticConsumerError",
