@@ -14,6 +14,7 @@ import io
 import json
 import threading
 import time
+import uuid
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
@@ -27,7 +28,7 @@ from static_consumer.admin.cli import main
 from static_consumer.errors import AuthorizationError, SessionTimeoutOutOfBoundsError
 from static_consumer.settings import ConsumerSettings
 from static_consumer_lab.acls import OPS_USER, AclCluster
-from static_consumer_lab.kafka_ops import committed_offsets, produce, set_group_config
+from static_consumer_lab.kafka_ops import committed_offsets, create_topic, produce, set_group_config
 
 PARTITIONS = 3
 RECORDS = 30
@@ -88,8 +89,9 @@ def acl(kafka_acl_cluster: AclCluster) -> AclCluster:
 
 
 @pytest.fixture
-def topic(acl: AclCluster, kafka_topic_factory: Callable[..., str]) -> str:
-    name = kafka_topic_factory(PARTITIONS, bootstrap=acl.cluster.bootstrap_servers)
+def topic(acl: AclCluster) -> str:
+    # Created on the authorizing broker directly: the file needs no other broker (not the session one).
+    name = create_topic(acl.cluster.bootstrap_servers, f"acl-{uuid.uuid4().hex[:8]}", PARTITIONS)
     produce(acl.cluster.bootstrap_servers, name, RECORDS)
     return name
 
