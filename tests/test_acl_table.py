@@ -25,4 +25,4 @@ def rows() -> list[str]:
 
 def test_docs_security_lists_every_acl_the_library_needs() -> None:
     missing = [row for row in rows() if row not in DOC]
-    assert missing == [], "docs/security.md lacks these rows (or words them differently):\n" + "\n".join(missing)
+    assert missing == [], "docs/security.md lacks (or words differently):\n" + "\n".join(missing)
