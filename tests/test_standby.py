@@ -5,6 +5,7 @@ loop on a broker, with Kubernetes-style restarts."""
 
 from __future__ import annotations
 
+from collections import deque
 from collections.abc import Callable
 from typing import Any
 
@@ -14,6 +15,7 @@ from fakes import (
     MODERN,
     UNRELEASED,
     Assign,
+    FakeAdapter,
     FakeFactory,
     FakeGroupWatch,
     FakeTime,
@@ -24,7 +26,7 @@ from fakes import (
     tp,
 )
 
-from static_consumer._core.standby import LOOK_S
+from static_consumer._core.standby import LOOK_S, TRY_S
 from static_consumer._kafka.groups import GroupDescription
 from static_consumer.consumer import State, StaticConsumer
 from static_consumer.errors import EXIT_FENCED, FencedInstanceError
@@ -53,8 +55,26 @@ def held_until(until: float, member: str = "twin-7") -> Looks:
     return lambda now: group_look(holder(member)) if now < until else group_look()
 
 
+class TimedFactory(FakeFactory):
+    """KIP-848: every join is refused (UNRELEASED_INSTANCE_ID) while the other process holds the id, until
+    ``until``; then ``joined``'s script."""
+
+    def __init__(self, time: FakeTime, until: float, joined: list[Step]) -> None:
+        super().__init__()
+        self.time, self.until, self.joined = time, until, joined
+
+    def __call__(self, config: dict[str, Any]) -> FakeAdapter:
+        self._scripts.append(deque([UNRELEASED] if self.time.now < self.until else self.joined))
+        return super().__call__(config)
+
+
 def consumer(
-    looks: Looks, *scripts: list[Step], time: FakeTime, offsets: Any = lambda now: {}, **overrides: Any
+    looks: Looks,
+    *scripts: list[Step],
+    time: FakeTime,
+    offsets: Any = lambda now: {},
+    factory: FakeFactory | None = None,
+    **overrides: Any,
 ) -> tuple[StaticConsumer, FakeFactory, FakeGroupWatch, Events]:
     values: dict[str, Any] = {
         "bootstrap_servers": "127.0.0.1:9092",
@@ -62,7 +82,7 @@ def consumer(
         "topics": ("t",),
         "duplicate_policy": "wait",
     }
-    factory = FakeFactory(*scripts)
+    factory = factory or FakeFactory(*scripts)
     watch = FakeGroupWatch(time.clock, looks, offsets)
     events = Events()
     c = StaticConsumer(
@@ -101,33 +121,44 @@ def test_a_classic_member_fenced_by_a_live_process_stands_by_and_joins_once_the_
     assert watch.opened == watch.closed == 1
 
 
-def test_a_kip848_newcomer_that_proves_the_holder_alive_stands_by_instead_of_exiting() -> None:
+@pytest.mark.parametrize(
+    ("listed_until", "joined_at"),
+    [
+        (120.0, 120.0),  # the holder crashed: joined once its session ended and it was no longer listed
+        (10_000.0, 120.0),  # the holder left statically at 120 s but is listed until its session ends
+    ],
+)
+def test_a_kip848_newcomer_that_proves_the_holder_alive_stands_by_instead_of_exiting(
+    listed_until: float, joined_at: float
+) -> None:
     time = FakeTime()
-    c, factory, _, events = consumer(
-        held_until(120.0),
-        [UNRELEASED],
-        [Assign((tp(0),)), rec(0, 3)],
+    factory = TimedFactory(time, joined_at, [Assign((tp(0),)), rec(0, 3)])
+    c, _, _, events = consumer(
+        held_until(listed_until),
         time=time,
+        factory=factory,
         offsets=lambda now: {tp(0): 100 + int(now * 10)},  # the holder commits: alive
         protocol="consumer",
     )
     with c.start():
         assert c.poll(0.1) is None
-        assert c.state is State.RUNNING and 120.0 <= time.now <= 120.0 + LOOK_S
+        assert c.state is State.RUNNING and joined_at <= time.now <= joined_at + TRY_S + LOOK_S
         assert c.poll(0.1) == rec(0, 3)
     assert [type(e).__name__ for e in events.seen] == ["StandingBy"]
     assert "alive" in events.seen[0].reason  # type: ignore[attr-defined]
-    assert len(factory.adapters) == 2  # the refused client, then one join once the id was free
+    # The refused first client, a refused join every TRY_S while standing by, the one that joined.
+    assert len(factory.adapters) <= 2 + joined_at / TRY_S
 
 
 @pytest.mark.parametrize("protocol", ["classic", "consumer"])
 def test_standing_by_is_bounded_by_duplicate_max_wait_s(protocol: str) -> None:
     time = FakeTime()
-    first: list[Step] = [Assign((tp(0),)), FENCED] if protocol == "classic" else [UNRELEASED]
+    first: list[Step] = [Assign((tp(0),)), FENCED]
     c, factory, _, events = consumer(
         held_until(10_000.0),
         first,
         time=time,
+        factory=TimedFactory(time, 10_000.0, []) if protocol == "consumer" else None,
         offsets=lambda now: {tp(0): int(now)},
         protocol=protocol,
         duplicate_max_wait_s=60.0,
@@ -138,7 +169,8 @@ def test_standing_by_is_bounded_by_duplicate_max_wait_s(protocol: str) -> None:
                 c.poll(0.1)
         assert raised.value.exit_code == EXIT_FENCED and c.state is State.FENCED
     assert isinstance(events.seen[-1], Fenced)
-    assert len(factory.adapters) == 1  # never joined: the other process held the id throughout
+    # Never joined: the other process held the id throughout (classic: no join at all while it is listed).
+    assert len(factory.adapters) == (1 if protocol == "classic" else 1 + int(60 / TRY_S))
 
 
 def test_under_exit_the_fenced_classic_member_ends_at_once() -> None:

@@ -38,6 +38,7 @@ from static_consumer.types import Record
 log = logging.getLogger(__name__)
 
 LOOK_S = 2.0  # between looks at the group: a DescribeGroups every 2 s while standing by
+TRY_S = 10.0  # KIP-848: a join every 10 s while the id is listed (a new client each: kept rare)
 JOIN_POLLS = 25
 JOIN_POLL_S = 0.2  # so a join attempt watches the client for at most JOIN_POLLS * JOIN_POLL_S = 5 s
 
@@ -46,10 +47,17 @@ def stand_by(
     session: Session,
     why: str,
     attempt: Callable[[], bool],
+    *,
+    try_every_s: float | None = None,
 ) -> None:
     """Stand by until no member of the group holds this instance id, then join (``attempt``: one join with
     a new client, False when refused). Returns once a join was not refused; raises FencedInstanceError
-    after ``duplicate_max_wait_s``. A stop requested meanwhile ends the session FAILED, without raising."""
+    after ``duplicate_max_wait_s``. A stop requested meanwhile ends the session FAILED, without raising.
+
+    ``try_every_s``: also try a join this often while the id is listed (KIP-848, where the broker refuses
+    a join for a live holder but accepts one after the holder's static leave, while ConsumerGroupDescribe
+    still lists it until its session ends). None under the classic protocol, where a join takes the id
+    from a live holder: there only an id nobody holds is joined."""
     settings, instance_id = session.settings, session.instance_id
     assert instance_id is not None  # only static members stand by
     old, session.adapter = session.adapter, None
@@ -70,6 +78,7 @@ def stand_by(
     )
     session.dispatch.emit(StandingBy(**session.event_fields(), reason=why))
     started, looks = session.clock(), 0
+    next_try = started + try_every_s if try_every_s is not None else None
     watch = session.group_watch(settings)
     try:
         while True:
@@ -79,7 +88,11 @@ def stand_by(
                 return
             look = watch.look()
             looks += 1
-            if look is not None and look.member(instance_id) is None and attempt():
+            free = look is not None and look.member(instance_id) is None
+            due = next_try is not None and session.clock() >= next_try
+            if due and try_every_s is not None:
+                next_try = session.clock() + try_every_s
+            if (free or due) and attempt():
                 break
             if session.clock() - started > settings.duplicate_max_wait_s:
                 exc = _error(session, why, session.clock() - started)
@@ -112,8 +125,15 @@ def standing_by(
     if session.settings.duplicate_policy != "wait" or session.instance_id is None:
         return False
     name = name_of(error.cause) if error.cause is not None else error.name
-    stand_by(session, f"{name}: {error.reason}", join_attempt(session, rejoin, handle))
+    attempt = join_attempt(session, rejoin, handle)
+    stand_by(session, f"{name}: {error.reason}", attempt, try_every_s=try_every_s(session))
     return True
+
+
+def try_every_s(session: Session) -> float | None:
+    """How often a stand-by tries a join while the id is listed: :data:`TRY_S` under KIP-848 (a refused
+    join costs nothing there), never under the classic protocol (it would fence the holder)."""
+    return TRY_S if session.settings.protocol == "consumer" else None
 
 
 def join_attempt(
@@ -154,4 +174,13 @@ def _error(session: Session, why: str, waited_s: float) -> FencedInstanceError:
     )
 
 
-__all__ = ["JOIN_POLLS", "JOIN_POLL_S", "LOOK_S", "join_attempt", "stand_by", "standing_by"]
+__all__ = [
+    "JOIN_POLLS",
+    "JOIN_POLL_S",
+    "LOOK_S",
+    "TRY_S",
+    "join_attempt",
+    "stand_by",
+    "standing_by",
+    "try_every_s",
+]
