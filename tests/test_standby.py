@@ -9,6 +9,7 @@ from collections import deque
 from collections.abc import Callable
 from typing import Any
 
+import confluent_kafka
 import pytest
 from fakes import (
     FENCED,
@@ -26,10 +27,11 @@ from fakes import (
     tp,
 )
 
+from static_consumer._core.confluent import poll_error
 from static_consumer._core.standby import LOOK_S, TRY_S
 from static_consumer._kafka.groups import GroupDescription
 from static_consumer.consumer import State, StaticConsumer
-from static_consumer.errors import EXIT_FENCED, FencedInstanceError
+from static_consumer.errors import EXIT_FENCED, CommitFailedError, FencedInstanceError
 from static_consumer.events import Fenced, Lost, MembershipEvent, MembershipListener, StandingBy
 from static_consumer.settings import ConsumerSettings
 
@@ -184,3 +186,25 @@ def test_under_exit_the_fenced_classic_member_ends_at_once() -> None:
                 c.poll(0.1)
     assert watch.opened == 0 and time.now == 0.0
     assert not any(isinstance(e, StandingBy) for e in events.seen)
+
+
+def test_a_fence_found_by_a_commit_stands_by_then_that_commit_is_refused() -> None:
+    # A refused commit (code 82 from the broker) is how a committing member usually learns of the fence.
+    fenced = poll_error(confluent_kafka.KafkaError(82))  # what the adapter makes of it: fatal
+    time = FakeTime()
+    c, factory, _, events = consumer(
+        held_until(30.0),
+        [Assign((tp(0),)), rec(0, 5)],
+        [Assign((tp(0),)), rec(0, 9)],
+        time=time,
+        protocol="classic",
+    )
+    with c.start():
+        record = c.poll(0.1)
+        assert record is not None
+        factory.adapters[0].commit_failures.append(fenced)
+        with pytest.raises(CommitFailedError):  # not committed: t[0] was the other process's
+            c.commit(record)
+        assert c.state is State.RUNNING and 30.0 <= time.now <= 30.0 + LOOK_S
+        assert [type(e).__name__ for e in events.seen] == ["Lost", "StandingBy"]
+        assert c.poll(0.1) == rec(0, 9)

@@ -60,12 +60,14 @@ def stand_by(
     from a live holder: there only an id nobody holds is joined."""
     settings, instance_id = session.settings, session.instance_id
     assert instance_id is not None  # only static members stand by
+    owned = sorted(session.offsets.owned)
+    if owned:
+        # Another process owns them now: forgotten before the client closes, so that nothing (not a
+        # revoke callback run by close()) commits them any more.
+        ownership.lost(session, owned)
     old, session.adapter = session.adapter, None
     if old is not None:
         close_bounded(old, settings.shutdown_timeout_s, log)
-    owned = sorted(session.offsets.owned)
-    if owned:
-        ownership.lost(session, owned)  # another process owns them now: nothing more is committed
     if session.state is not State.REJOINING:
         session.move(State.REJOINING)
     log.warning(
