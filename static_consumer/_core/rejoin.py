@@ -47,7 +47,7 @@ from dataclasses import dataclass, field, replace
 from static_consumer._core.failures import scrubbed, unreleased_error
 from static_consumer._core.seam import ConsumerAdapter, GroupWatch, PollError
 from static_consumer._core.session import Session, State
-from static_consumer._core.standby import join_attempt, stand_by, try_every_s
+from static_consumer._core.standby import TRY_S, join_attempt, stand_by
 from static_consumer._kafka.groups import GroupMember
 from static_consumer.capabilities import BrokerCapabilities
 from static_consumer.errors import (
@@ -193,7 +193,7 @@ def wait_for_release(
     finally:
         watch.close()
     if alive is not None:  # a live holder, under duplicate_policy='wait': stand by until it is gone
-        stand_by(session, str(alive), attempt, try_every_s=try_every_s(session))
+        stand_by(session, str(alive), attempt, try_every_s=TRY_S)  # a KIP-848 join refused is harmless
         return
     if session.state is State.REJOINING:
         session.move(State.JOINING)

@@ -121,21 +121,18 @@ def standing_by(
     error: PollError,
     rejoin: Callable[[], ConsumerAdapter],
     handle: Callable[[PollError], object],
+    *,
+    try_every_s: float | None,
 ) -> bool:
     """``Mode.recover`` for a member a live process replaced: stand by (True) under
-    ``duplicate_policy='wait'``, else False (the fence ends the session)."""
+    ``duplicate_policy='wait'``, else False (the fence ends the session). ``try_every_s``: see
+    :func:`stand_by` (the mode says: :data:`TRY_S` under KIP-848, None under the classic protocol)."""
     if session.settings.duplicate_policy != "wait" or session.instance_id is None:
         return False
     name = name_of(error.cause) if error.cause is not None else error.name
     attempt = join_attempt(session, rejoin, handle)
-    stand_by(session, f"{name}: {error.reason}", attempt, try_every_s=try_every_s(session))
+    stand_by(session, f"{name}: {error.reason}", attempt, try_every_s=try_every_s)
     return True
-
-
-def try_every_s(session: Session) -> float | None:
-    """How often a stand-by tries a join while the id is listed: :data:`TRY_S` under KIP-848 (a refused
-    join costs nothing there), never under the classic protocol (it would fence the holder)."""
-    return TRY_S if session.settings.protocol == "consumer" else None
 
 
 def join_attempt(
@@ -184,5 +181,4 @@ __all__ = [
     "join_attempt",
     "stand_by",
     "standing_by",
-    "try_every_s",
 ]
