@@ -225,7 +225,7 @@ def test_probe_reports_static_support_and_the_session_bounds(kafka_bootstrap_ser
     assert report["configured"]["static"] is True
 
     code, refused = cli("probe", "-b", kafka_bootstrap_servers, "--session-timeout-ms", "500")
-    assert code == 69
+    assert code == 78  # a configuration error: change session_timeout_ms
     assert refused["configured"]["error"]["type"] == "SessionTimeoutOutOfBoundsError"
 
 

@@ -58,13 +58,14 @@ def test_static_policy_decides_whether_the_member_has_an_instance_id(
 
 
 def _assert_refused_before_joining(proc: ConsumerProcess, bootstrap: str, group: str, bounds: str) -> None:
-    """Exit 69 with SessionTimeoutOutOfBoundsError naming the broker's bounds; never a member in the group."""
+    """Exit 78 (a configuration error: change session_timeout_ms) with SessionTimeoutOutOfBoundsError
+    naming the broker's bounds; never a member in the group."""
     while proc.returncode is None:
         assert list(describe_consumer_group(bootstrap, group).members) == []
         time.sleep(0.2)
-    assert proc.wait(timeout_s=5) == 69, proc.stderr_tail()
+    assert proc.wait(timeout_s=5) == 78, proc.stderr_tail()
     error = proc.wait_for_kind("error", timeout_s=1)
-    assert (error["kind_of"], error["exit_code"]) == ("SessionTimeoutOutOfBoundsError", 69)
+    assert (error["kind_of"], error["exit_code"]) == ("SessionTimeoutOutOfBoundsError", 78)
     assert bounds in error["reason"], error["reason"]  # read from the live broker, not assumed
     # start() raised before the client existed: no "ready", and librdkafka never sent a JoinGroup.
     assert [e["kind"] for e in proc.events()] == ["error", "exit"]

@@ -114,6 +114,17 @@ class Fenced(MembershipEvent):
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
+class StandingBy(MembershipEvent):
+    """A live process holds this member's group.instance.id (``duplicate_policy='wait'``): this consumer
+    has no client and owns nothing, and joins once the id is free. A readiness probe should fail now."""
+
+    reason: str
+
+    def deliver(self, listener: MembershipListener) -> None:
+        listener.on_standing_by(self)
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
 class FatalError(MembershipEvent):
     """librdkafka raised a fatal error other than fencing; this consumer is dead."""
 
@@ -241,6 +252,9 @@ class MembershipListener:
     def on_fenced(self, event: Fenced) -> None:
         """This member was fenced."""
 
+    def on_standing_by(self, event: StandingBy) -> None:
+        """A live process holds the instance id; this member stands by until it is free."""
+
     def on_fatal(self, event: FatalError) -> None:
         """A fatal error killed the consumer."""
 
@@ -305,4 +319,5 @@ __all__ = [
     "Revoked",
     "StallVerdict",
     "Stalled",
+    "StandingBy",
 ]

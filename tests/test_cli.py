@@ -197,7 +197,7 @@ def test_probe_exit_code_follows_the_configured_policy_on_an_old_broker() -> Non
 
 def test_probe_refuses_a_session_timeout_outside_the_broker_bounds() -> None:
     code, out, _ = run(["probe", "--session-timeout-ms", "500"], Recorder(probe=KAFKA_431))
-    assert code == 69
+    assert code == 78
     assert "* classic  require  refused (SessionTimeoutOutOfBoundsError" in out
 
 

@@ -15,6 +15,7 @@ import static_consumer
 EXPECTED = {
     "Assigned",
     "AuthenticationError",
+    "AuthorizationError",  # issue 27: a missing ACL, named
     "BrokerCapabilities",
     "BrokerUnavailableError",
     "CapabilityError",
@@ -50,6 +51,7 @@ EXPECTED = {
     "Revoked",
     "SessionTimeoutOutOfBoundsError",
     "Stalled",  # issue 22: the stall guard's event
+    "StandingBy",  # issue 27: a member whose instance id a live process holds (duplicate_policy='wait')
     "State",
     "StaticConsumer",
     "StaticConsumerError",

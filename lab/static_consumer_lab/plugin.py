@@ -38,6 +38,10 @@ Fixtures:
 - ``kafka_sasl_cluster`` (session): a one-node JVM cluster with a SASL_PLAINTEXT listener
   (``sasl_bootstrap_servers``; SCRAM-SHA-256 and PLAIN) next to its PLAINTEXT one; ``cluster.sasl``
   holds the users (``alice``, ``bob``) and their random, distinctive passwords.
+- ``kafka_acl_cluster`` (module): a one-node JVM cluster with KRaft's ``StandardAuthorizer``
+  (:mod:`static_consumer_lab.acls`): the harness's PLAINTEXT listener and the SASL user ``admin`` are super
+  users, the SASL user ``app`` has only the ACLs a test sets with ``cluster.only([...])``;
+  ``cluster.settings_fields()`` logs in as ``app``. Stopped at the end of the module.
 - ``spark_connect_server`` (session): a Spark Connect server on 127.0.0.1 started from PySpark's own
   launch script, with Spark's Kafka connector and (with delta-spark installed) Delta Lake; ``.url``.
 - ``spark_standalone_cluster`` (session): a standalone Spark master and one worker on 127.0.0.1;
@@ -61,6 +65,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 if TYPE_CHECKING:  # the harness is imported by the fixtures that use it, never at plugin load
+    from static_consumer_lab.acls import AclCluster
     from static_consumer_lab.backends import KafkaCluster
     from static_consumer_lab.containers import ContainerKafkaCluster
     from static_consumer_lab.group import Group
@@ -347,6 +352,20 @@ def kafka_sasl_cluster(pytestconfig: pytest.Config) -> Iterator[JvmKafkaCluster]
     finally:
         cluster.stop()
         _clusters.remove(cluster)
+
+
+@pytest.fixture(scope="module")
+def kafka_acl_cluster(pytestconfig: pytest.Config) -> Iterator[AclCluster]:
+    from static_consumer_lab.acls import start_acl_cluster
+
+    acl = start_acl_cluster()
+    _clusters.append(acl.cluster)
+    try:
+        _announce(pytestconfig, "ACL " + _describe_start(acl.cluster))
+        yield acl
+    finally:
+        acl.cluster.stop()
+        _clusters.remove(acl.cluster)
 
 
 @pytest.fixture(scope="session")

@@ -22,6 +22,11 @@ Facts this module relies on (librdkafka 2.16 against Kafka 4.3, checked on a rea
   refused JoinGroup again every 2 s, forever (Kafka 4.3.1).
 - A consumer that only ``assign()``s never joins its group: ``max.poll.interval.ms`` does not apply, and
   ``incremental_assign``/``incremental_unassign`` work outside a rebalance callback (ordinal mode).
+- A principal without an ACL: a refused FindCoordinator, JoinGroup (GROUP_AUTHORIZATION_FAILED) or Fetch
+  (TOPIC_AUTHORIZATION_FAILED, with the topic on the error event) comes from ``poll()`` as a non-fatal
+  error, and librdkafka tries again forever; under ``group.protocol=consumer`` a refused
+  ConsumerGroupHeartbeat is ``_FATAL`` with "Group authorization failed" in the text, or non-fatal
+  "Topic authorization failed" (a subscribed topic the principal may not describe), every heartbeat.
 - ``close()`` sends no LeaveGroup for a static member. ``unsubscribe()`` does under the classic protocol,
   but under the consumer protocol it sends a static leave (epoch -2) and the broker keeps the member
   until its session timeout, so removal there goes through an admin LeaveGroup by instance id.
@@ -38,7 +43,14 @@ from typing import Any, cast
 import confluent_kafka
 
 from static_consumer._core.seam import AdapterError, PollError, RebalanceCallback
-from static_consumer._kafka.codes import FATAL, FENCED_INSTANCE_ID, GROUP_ID_NOT_FOUND, UNRELEASED_INSTANCE_ID
+from static_consumer._kafka.codes import (
+    FATAL,
+    FENCED_INSTANCE_ID,
+    GROUP_AUTHORIZATION_FAILED,
+    GROUP_ID_NOT_FOUND,
+    TOPIC_AUTHORIZATION_FAILED,
+    UNRELEASED_INSTANCE_ID,
+)
 from static_consumer._records import wrap, wrap_one
 from static_consumer.settings._config import ConfigValue
 from static_consumer.types import Record, RecordBatch, RecordList, TopicPartition
@@ -50,12 +62,19 @@ LIBRDKAFKA_LOGGER = logging.getLogger("static_consumer.librdkafka")
 # description of the broker code, so match those descriptions rather than hand-copied strings.
 _CAUSES = {
     code: confluent_kafka.KafkaError(code).str().removeprefix("Broker: ")
-    for code in (FENCED_INSTANCE_ID, UNRELEASED_INSTANCE_ID, GROUP_ID_NOT_FOUND)
+    for code in (
+        FENCED_INSTANCE_ID,
+        UNRELEASED_INSTANCE_ID,
+        GROUP_ID_NOT_FOUND,
+        GROUP_AUTHORIZATION_FAILED,
+        TOPIC_AUTHORIZATION_FAILED,
+    )
 }
 
 
-def poll_error(err: confluent_kafka.KafkaError) -> PollError:
-    """Translate a librdkafka error into the project's type (the seam classifies it by the table)."""
+def poll_error(err: confluent_kafka.KafkaError, topic: str | None = None) -> PollError:
+    """Translate a librdkafka error into the project's type (the seam classifies it by the table);
+    ``topic``: the topic librdkafka attached to the error event, if any (a refused Fetch has one)."""
     code, reason = err.code(), err.str()
     cause = None
     if code == FATAL:
@@ -74,6 +93,7 @@ def poll_error(err: confluent_kafka.KafkaError) -> PollError:
         fatal=bool(err.fatal()) or code in (FATAL, FENCED_INSTANCE_ID),
         retriable=bool(err.retriable()),
         cause=cause,
+        topic=topic,
     )
 
 
@@ -86,7 +106,7 @@ def _record(msg: confluent_kafka.Message) -> Record:
 
 def _message(msg: confluent_kafka.Message) -> Record | PollError:
     err = msg.error()
-    return _record(msg) if err is None else poll_error(err)
+    return _record(msg) if err is None else poll_error(err, msg.topic())
 
 
 def _records(msgs: list[confluent_kafka.Message], topic: str | None) -> RecordList | list[Record | PollError]:

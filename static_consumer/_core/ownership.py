@@ -12,7 +12,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Mapping, Sequence
 
-from static_consumer._core.failures import recover_or_die, scrubbed
+from static_consumer._core.failures import ends_session, recover_or_die, scrubbed
 from static_consumer._core.seam import AdapterError, PollError
 from static_consumer._core.session import Session, State
 from static_consumer._kafka.codes import name_of
@@ -82,9 +82,10 @@ def commit(session: Session, what: Commitable, *, asynchronous: bool) -> dict[To
     try:
         session.adapter.commit(offsets, asynchronous=asynchronous)
     except AdapterError as exc:
-        if exc.error.fatal:
+        if ends_session(exc.error):
             # Raises unless the client was replaced (it had lost its own session): then the partitions
-            # were reported lost and this commit is simply refused.
+            # were reported lost and this commit is simply refused. A missing ACL (revoked while the
+            # consumer ran) ends the session too: every later commit would be refused the same way.
             recover_or_die(session, exc.error, _no_other_errors)
         error = scrubbed(session.settings, exc.error)
         refusal = session.mode.commit_error(error, offsets)

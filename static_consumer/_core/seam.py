@@ -29,7 +29,8 @@ class PollError:
     """An error event from the client. ``fatal`` means the client instance is dead: librdkafka's own
     fatal flag, or a ``_FATAL`` code (which is how fencing arrives, with ``fatal()`` False).
     ``cause`` is the broker error code behind a ``_FATAL`` when it could be recognised. ``kind`` is
-    what the error table makes of the three, and all the core looks at."""
+    what the error table makes of the three, and all the core looks at. ``topic``: the topic the
+    client attached to the error, if any (which topic a refused Fetch was for)."""
 
     code: int
     name: str
@@ -37,6 +38,7 @@ class PollError:
     fatal: bool
     retriable: bool
     cause: int | None = None
+    topic: str | None = None
     kind: ErrorKind = field(init=False)
 
     def __post_init__(self) -> None:
