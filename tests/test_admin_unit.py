@@ -251,3 +251,22 @@ def test_the_login_check_notes_brokers_that_hung_up_during_apiversions() -> None
         "Connection refused (after 0ms in state CONNECT)",
     )
     assert log.hung_up == [("127.0.0.1", 35165)]
+
+
+def test_the_login_check_keeps_the_apiversions_librdkafka_logged_for_the_first_broker() -> None:
+    """librdkafka's debug=feature lines for a broker's ApiVersions (the capability probe reads them);
+    a second broker's answer does not mix in, other lines are ignored."""
+    from static_consumer._kafka.login import _LoginLog
+
+    log = _LoginLog()
+
+    def line(broker: str, text: str) -> None:
+        log.log(7, "%s [%s] %s", "APIVERSION", "rdkafka#producer-2", f"[thrd:{broker}]: {broker}: {text}")
+
+    line("127.0.0.1:9092/bootstrap", "Broker API support:")
+    line("127.0.0.1:9092/bootstrap", "  ApiKey Fetch (1) Versions 4..17")
+    line("127.0.0.1:9092/bootstrap", "  ApiKey JoinGroup (11) Versions 0..9")
+    line("127.0.0.1:9093/bootstrap", "  ApiKey JoinGroup (11) Versions 0..4")
+    line("127.0.0.1:9092/bootstrap", "  ApiKey ConsumerGroupHeartbeat (68) Versions 0..1")
+    line("127.0.0.1:9092/bootstrap", "Updated enabled protocol features to MsgVer2,ApiVersion")
+    assert log.api_versions == {1: (4, 17), 11: (0, 9), 68: (0, 1)}
