@@ -55,6 +55,20 @@ class ClientDefault:
 # commits every batch) reads at about one queue per second: 150,000 records/s of 100 B, 180,000 of 1 KiB,
 # with the loop waiting in consume() most of the time (docs/benchmarks.md, "Why librdkafka's defaults
 # cap the idiomatic loop"). Looking again after 10 ms keeps the queue filled with the same bound on it.
+# What bounds the memory a consumer fetches ahead (docs/configuration.md; measured in docs/benchmarks.md).
+QUEUE_BOUND = (
+    "A consumer's fetched records wait in one queue for all its partitions. librdkafka stops fetching "
+    "while that queue holds `queued.min.messages` (100,000) messages or `queued.max.messages.kbytes` "
+    "(64 MiB) of values, whichever comes first (only values count: keys, headers and librdkafka's own "
+    "few hundred bytes per message come on top), and each Fetch already under way can add its response: "
+    "per broker up to `fetch.message.max.bytes` (1 MiB) for each partition of this consumer that the "
+    "broker leads, and at most `fetch.max.bytes` (50 MiB). So a consumer's queued values stay below "
+    "min(100,000 x the value size, 64 MiB) + min(50 MiB, 1 MiB x its partitions) per broker, and its "
+    "queued messages below 100,000 + one Fetch response per broker. A queued message keeps the whole "
+    "Fetch response it came in alive. The library's `fetch.queue.backoff.ms` changes none of these "
+    "bounds: it keeps the queue near them instead of letting it run dry for a second. Lower "
+    "`queued.max.messages.kbytes` or `queued.min.messages` through `librdkafka` for a smaller bound."
+)
 CLIENT_DEFAULTS: Mapping[str, ClientDefault] = MappingProxyType(
     {
         "fetch.queue.backoff.ms": ClientDefault(
@@ -174,6 +188,7 @@ def kafka_python_config(settings: ConsumerSettings) -> dict[str, object]:
 
 __all__ = [
     "CLIENT_DEFAULTS",
+    "QUEUE_BOUND",
     "ClientDefault",
     "ConfigValue",
     "admin_config",

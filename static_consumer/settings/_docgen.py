@@ -13,7 +13,7 @@ from annotated_types import Ge, Gt, Le, Lt
 from pydantic.fields import FieldInfo
 from pydantic_core import PydanticUndefined
 
-from static_consumer.settings._config import CLIENT_DEFAULTS
+from static_consumer.settings._config import CLIENT_DEFAULTS, QUEUE_BOUND
 from static_consumer.settings._model import ConsumerSettings
 from static_consumer.settings._rules import CLASSIC_ONLY_KEYS, OWNED_KEYS, env_var
 
@@ -119,6 +119,7 @@ def render() -> str:
         f"| `{key}` | `{d.value}` | `{d.librdkafka_default}` | {_cell(d.reason)}. |"
         for key, d in sorted(CLIENT_DEFAULTS.items())
     ]
+    lines += ["", "### Memory", "", QUEUE_BOUND]
     lines += [
         "",
         "Values of `librdkafka` keys that look secret (containing `password`, `secret`, `token`, `key`, ...,",
