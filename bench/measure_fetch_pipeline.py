@@ -45,6 +45,8 @@ VARIANTS: dict[str, dict[str, Any]] = {
     "fetch.queue.backoff.ms=50": {"fetch.queue.backoff.ms": 50},
     "fetch.queue.backoff.ms=20": {"fetch.queue.backoff.ms": 20},
     "fetch.queue.backoff.ms=10": {"fetch.queue.backoff.ms": 10},
+    "fetch.queue.backoff.ms=10, commit=async": {"fetch.queue.backoff.ms": 10},
+    "fetch.queue.backoff.ms=10, commit=none": {"fetch.queue.backoff.ms": 10},
     "queued.min.messages=1000000": {"queued.min.messages": 1_000_000},
     "queued.min.messages=20000": {"queued.min.messages": 20_000},
     "fetch.message.max.bytes=10MiB": {"fetch.message.max.bytes": 10 * MIB},
@@ -89,6 +91,7 @@ C_VARIANTS: dict[str, tuple[str, dict[str, Any]]] = {
     "C: defaults": ("sync", {}),
     "C: defaults, commit=none": ("none", {}),
     "C: fetch.queue.backoff.ms=10": ("sync", {"fetch.queue.backoff.ms": 10}),
+    "C: fetch.queue.backoff.ms=10, commit=none": ("none", {"fetch.queue.backoff.ms": 10}),
 }
 
 
@@ -123,7 +126,7 @@ def read(bootstrap: str, topic: str, count: int, variant: str, *, trace: bool) -
     }
     if trace:
         config["debug"] = "fetch"
-    commit = variant.removeprefix("commit=") if variant.startswith("commit=") else "sync"
+    commit = variant.rpartition("commit=")[2] if "commit=" in variant else "sync"
     consumer = Consumer(config)
     consumer.subscribe([topic])
     seen, size, inside, first, cpu = 0, 0, 0.0, 0.0, 0.0
