@@ -45,8 +45,8 @@ VARIANTS: dict[str, dict[str, Any]] = {
     "fetch.queue.backoff.ms=50": {"fetch.queue.backoff.ms": 50},
     "fetch.queue.backoff.ms=20": {"fetch.queue.backoff.ms": 20},
     "fetch.queue.backoff.ms=10": {"fetch.queue.backoff.ms": 10},
-    "fetch.queue.backoff.ms=10, commit=async": {"fetch.queue.backoff.ms": 10},
-    "fetch.queue.backoff.ms=10, commit=none": {"fetch.queue.backoff.ms": 10},
+    "fetch.queue.backoff.ms=10 + commit=async": {"fetch.queue.backoff.ms": 10},
+    "fetch.queue.backoff.ms=10 + commit=none": {"fetch.queue.backoff.ms": 10},
     "queued.min.messages=1000000": {"queued.min.messages": 1_000_000},
     "queued.min.messages=20000": {"queued.min.messages": 20_000},
     "fetch.message.max.bytes=10MiB": {"fetch.message.max.bytes": 10 * MIB},
@@ -89,9 +89,9 @@ class Pass:
 
 C_VARIANTS: dict[str, tuple[str, dict[str, Any]]] = {
     "C: defaults": ("sync", {}),
-    "C: defaults, commit=none": ("none", {}),
+    "C: defaults + commit=none": ("none", {}),
     "C: fetch.queue.backoff.ms=10": ("sync", {"fetch.queue.backoff.ms": 10}),
-    "C: fetch.queue.backoff.ms=10, commit=none": ("none", {"fetch.queue.backoff.ms": 10}),
+    "C: fetch.queue.backoff.ms=10 + commit=none": ("none", {"fetch.queue.backoff.ms": 10}),
 }
 
 

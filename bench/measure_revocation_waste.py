@@ -1,19 +1,20 @@
 """Records fetched and thrown away after a revocation: what a deep prefetch queue costs when partitions move.
 
-    python bench/measure_revocation_waste.py [--records 600000] [--size 100] [--runs 2]
+    python bench/measure_revocation_waste.py [--records 1200000] [--size 100] [--pace 100000] [--runs 2]
 
 On a real broker, per protocol (classic with the range assignor, where a rebalance revokes everything;
 KIP-848, where only the partitions that move are revoked) and per fetch setting (the library's defaults
-and librdkafka's, ``fetch.queue.backoff.ms`` 1000): member A reads a 6-partition topic at full rate,
-committing every batch synchronously and the processed offsets of revoked partitions in its revoke
-callback, as StaticConsumer does; once it has read a quarter of the topic, member B joins the group and
-takes half of the partitions; both read on until every record was handed out. Each member is a plain
-confluent-kafka consumer configured as StaticConsumer configures librdkafka (``consumer_config``), so
-librdkafka's statistics (``rxmsgs``: messages it fetched and queued, per partition) can be read. Once the
-topic is drained a member's queue is empty, so what it fetched minus what it handed out is what it
-threw away: the queued messages of revoked partitions, which librdkafka purges (their next owner fetches
-them again from the committed offset). Also checked: no record lost, none handed out twice. The broker is
-KAFKA_BOOTSTRAP_SERVERS if set, else the embedded one.
+and librdkafka's, ``fetch.queue.backoff.ms`` 1000): member A reads a 6-partition topic, processing
+``--pace`` records a second (a sleep per batch: an application slower than the fetcher, whose queue is
+therefore as full as the fetch settings let it be), committing every batch synchronously and the
+processed offsets of revoked partitions in its revoke callback, as StaticConsumer does; once it has read
+a quarter of the topic, member B joins the group and takes half of the partitions; both read on until
+every record was handed out. Each member is a plain confluent-kafka consumer configured as StaticConsumer
+configures librdkafka (``consumer_config``), so librdkafka's statistics (``rxmsgs``: messages it fetched
+and queued, per partition) can be read. Once the topic is drained a member's queue is empty, so what it
+fetched minus what it handed out is what it threw away: the queued messages of revoked partitions, which
+librdkafka purges (their next owner fetches them again from the committed offset). Also checked: no
+record lost, none handed out twice. The broker is KAFKA_BOOTSTRAP_SERVERS if set, else the embedded one.
 """
 
 from __future__ import annotations
@@ -86,6 +87,7 @@ class Member:
                     self.processed[m.partition()] = m.offset()
                     self.handed_out += 1
             self._commit(list(self.processed))
+            time.sleep(len(msgs) / self.pace)
         self.consumer.poll(0.3)  # the last statistics
 
     def close(self) -> None:
@@ -94,13 +96,15 @@ class Member:
         self.consumer.close()
 
 
-def run(bootstrap: str, topic: str, records: int, protocol: str, extra: dict[str, Any]) -> dict[str, Any]:
+def run(
+    bootstrap: str, topic: str, records: int, protocol: str, extra: dict[str, Any], pace: float
+) -> dict[str, Any]:
     group = f"waste-{uuid.uuid4().hex[:8]}"
-    a = Member(bootstrap, topic, group, "waste-a", protocol, extra)
+    a = Member(bootstrap, topic, group, "waste-a", protocol, extra, pace)
     deadline = time.monotonic() + 300
     while a.handed_out < records // 4 and time.monotonic() < deadline:
         time.sleep(0.01)
-    b = Member(bootstrap, topic, group, "waste-b", protocol, extra)
+    b = Member(bootstrap, topic, group, "waste-b", protocol, extra, pace)
     while len(a.seen | b.seen) < records and time.monotonic() < deadline:
         time.sleep(0.05)
     time.sleep(0.5)  # both queues are empty by now (nothing left to fetch); statistics catch up
@@ -119,7 +123,8 @@ def run(bootstrap: str, topic: str, records: int, protocol: str, extra: dict[str
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
-    parser.add_argument("--records", type=int, default=600_000)
+    parser.add_argument("--records", type=int, default=1_200_000)
+    parser.add_argument("--pace", type=float, default=100_000, help="records/s each member processes")
     parser.add_argument("--size", type=int, default=100)
     parser.add_argument("--runs", type=int, default=2)
     args = parser.parse_args()
@@ -132,12 +137,15 @@ def main() -> None:
         print(f"Kafka {cluster.version} ({cluster.backend}); {machine()}")
         topic = create_topic(bootstrap, f"waste-{uuid.uuid4().hex[:6]}", PARTITIONS)
         produce(bootstrap, topic, args.records, args.size, compression="none")
-        print(f"{args.records:,} records of {args.size} B, uncompressed, {PARTITIONS} partitions")
+        print(
+            f"{args.records:,} records of {args.size} B, uncompressed, {PARTITIONS} partitions; each member "
+            f"processes {args.pace:,.0f} records/s"
+        )
         thrown: dict[tuple[str, str], list[int]] = {}
         for number in range(args.runs):
             for protocol in ("classic", "consumer"):
                 for variant, extra in variants.items():
-                    got = run(bootstrap, topic, args.records, protocol, extra)
+                    got = run(bootstrap, topic, args.records, protocol, extra, args.pace)
                     thrown.setdefault((protocol, variant), []).append(
                         got["A"]["thrown_away"] + got["B"]["thrown_away"]
                     )
