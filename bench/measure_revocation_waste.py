@@ -42,8 +42,16 @@ class Member:
     """One group member on a thread of its own: hands records out, counts them, commits like the library."""
 
     def __init__(
-        self, bootstrap: str, topic: str, group: str, name: str, protocol: str, extra: dict[str, Any]
+        self,
+        bootstrap: str,
+        topic: str,
+        group: str,
+        name: str,
+        protocol: str,
+        extra: dict[str, Any],
+        pace: float,
     ):
+        self.pace = pace
         settings = ConsumerSettings(
             bootstrap_servers=bootstrap, group_id=group, topics=(topic,), protocol=protocol, librdkafka=extra
         )

@@ -7,8 +7,9 @@
  *
  * Built against the librdkafka that the confluent-kafka wheel ships (its header from a librdkafka
  * checkout of the same version; neither is committed here), e.g.:
- *   cc -O2 -I $LIBRDKAFKA_SRC/src bench/rdkafka_read.c \
- *      .venv/lib/python3.11/site-packages/confluent_kafka.libs/librdkafka-*.so.1 -o /tmp/rdkafka_read
+ *   LIBS=.venv/lib/python3.11/site-packages/confluent_kafka.libs
+ *   cc -O2 -I $LIBRDKAFKA_SRC/src bench/rdkafka_read.c $LIBS/librdkafka-*.so.1 \
+ *      -Wl,-rpath,$PWD/$LIBS -o /tmp/rdkafka_read
  *   /tmp/rdkafka_read BOOTSTRAP TOPIC COUNT sync|none [key=value ...]
  */
 #include <stdio.h>
