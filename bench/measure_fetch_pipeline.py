@@ -12,7 +12,7 @@ records/s (first record to last) and the share of the pass the loop spent waitin
 counts the lines; the logging slows that round, so its rates are not in the table) tells how often a
 partition was taken off the fetch list because the consumer queue was over ``queued.min.messages`` or
 ``queued.max.messages.kbytes`` (each such time it backs off for ``fetch.queue.backoff.ms``) and how
-many Fetch requests were sent. ``--c-reader`` adds the same loop in C (``bench/rdkafka_read.c``, built
+many Fetch requests were sent. Also printed: the wall time of the commit call per batch. ``--c-reader`` adds the same loop in C (``bench/rdkafka_read.c``, built
 against the wheel's librdkafka): what librdkafka reads without Python, with librdkafka's defaults and with
 the library's, committing every batch or never (``C:`` variants, one process per pass). The broker is
 KAFKA_BOOTSTRAP_SERVERS if set, else the embedded one.
@@ -85,6 +85,7 @@ class Pass:
     cpu_us: float  # CPU time of the process (the loop and librdkafka's threads) per record
     queue_full: int
     fetches: int
+    commit_us: float = float("nan")  # wall time of one commit call, per batch
 
 
 C_VARIANTS: dict[str, tuple[str, dict[str, Any]]] = {
@@ -129,7 +130,7 @@ def read(bootstrap: str, topic: str, count: int, variant: str, *, trace: bool) -
     commit = variant.rpartition("commit=")[2] if "commit=" in variant else "sync"
     consumer = Consumer(config)
     consumer.subscribe([topic])
-    seen, size, inside, first, cpu = 0, 0, 0.0, 0.0, 0.0
+    seen, size, inside, first, cpu, committing, batches = 0, 0, 0.0, 0.0, 0.0, 0.0, 0
     deadline = time.monotonic() + 300
     try:
         while seen < count and time.monotonic() < deadline:
@@ -144,16 +145,20 @@ def read(bootstrap: str, topic: str, count: int, variant: str, *, trace: bool) -
             seen += len(msgs)
             for m in msgs:
                 size += len(m.value())
+            began = time.monotonic()
             if commit == "sync":
                 consumer.commit(asynchronous=False)
             elif commit == "async":
                 consumer.commit(asynchronous=True)
+            committing += time.monotonic() - began
+            batches += 1
         wall, cpu = time.monotonic() - first, time.process_time() - cpu
     finally:
         consumer.close()
     if seen < count:
         raise RuntimeError(f"{variant}: read {seen} of {count}")
-    return Pass(seen / wall, inside / wall, cpu / seen * 1e6, counter.queue_full, counter.fetches)
+    commit_us = committing / batches * 1e6
+    return Pass(seen / wall, inside / wall, cpu / seen * 1e6, counter.queue_full, counter.fetches, commit_us)
 
 
 def main() -> None:
@@ -188,22 +193,24 @@ def main() -> None:
                 label = "warm-up" if number == 0 else "traced" if trace else f"round {number}"
                 print(
                     f"  {label}: {variant}: {got.rate:,.0f}/s, waiting {got.waiting:.0%}, "
-                    f"CPU {got.cpu_us:.2f} us/record, "
+                    f"CPU {got.cpu_us:.2f} us/record, commit {got.commit_us:.0f} us/batch, "
                     f"queue-full backoffs {got.queue_full}, fetches {got.fetches}",
                     flush=True,
                 )
     print(f"\n1-minute load average at the end: {os.getloadavg()[0]:.1f}")
     print(
         "| variant (defaults plus) | records/s, median [min-max] | waiting in consume() | CPU us/record | "
+        "commit call, us/batch | "
         "queue-full backoffs (traced round) | Fetch requests (traced round) |"
     )
-    print("|---|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|---|")
     for variant, got in passes.items():
         rates = [p.rate for p in got]
         print(
             f"| {variant} | {statistics.median(rates):,.0f} [{min(rates):,.0f}-{max(rates):,.0f}] | "
             f"{statistics.median(p.waiting for p in got):.0%} | "
             f"{statistics.median(p.cpu_us for p in got):.2f} | "
+            f"{statistics.median(p.commit_us for p in got):.0f} | "
             f"{traced[variant].queue_full} | {traced[variant].fetches} |"
         )
 
