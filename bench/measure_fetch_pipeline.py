@@ -8,14 +8,15 @@ The loop is the raw confluent-kafka one users write: ``consume(500, 1.0)``, ever
 variant is librdkafka's defaults plus the settings it names, read by a new consumer in a new group from
 the topic's start; variants run in a rotated order, round after round, in one process. Printed per pass:
 records/s (first record to last) and the share of the pass the loop spent waiting inside ``consume()``
-(an empty or short queue); then one more round with librdkafka's own ``debug=fetch`` log (a logger
-counts the lines; the logging slows that round, so its rates are not in the table) tells how often a
-partition was taken off the fetch list because the consumer queue was over ``queued.min.messages`` or
-``queued.max.messages.kbytes`` (each such time it backs off for ``fetch.queue.backoff.ms``) and how
-many Fetch requests were sent. Also printed: the wall time of the commit call per batch. ``--c-reader`` adds the same loop in C (``bench/rdkafka_read.c``, built
-against the wheel's librdkafka): what librdkafka reads without Python, with librdkafka's defaults and with
-the library's, committing every batch or never (``C:`` variants, one process per pass). The broker is
-KAFKA_BOOTSTRAP_SERVERS if set, else the embedded one.
+(an empty or short queue); then one more round with librdkafka's own ``debug=fetch`` log (a logger counts
+the lines; the logging slows that round, so its rates are not in the table) tells how often a partition
+was taken off the fetch list because the consumer queue was over ``queued.min.messages`` or
+``queued.max.messages.kbytes`` (each such time it backs off for ``fetch.queue.backoff.ms``) and how many
+Fetch requests were sent. Also printed: the wall time of the commit call per batch. ``--c-reader`` adds
+the same loop in C (``bench/rdkafka_read.c``, built against the wheel's librdkafka): what librdkafka
+reads without Python, with librdkafka's defaults and with the library's, committing every batch or never
+(``C:`` variants, one process per pass). The broker is KAFKA_BOOTSTRAP_SERVERS if set, else the embedded
+one.
 """
 
 from __future__ import annotations
