@@ -121,7 +121,10 @@ def _from_librdkafka(
 ) -> list[BrokerCapabilities]:
     """The capabilities from the login check's librdkafka client: the ApiVersions of the broker it logged
     in to (as librdkafka logged them) and the group configs of the lowest live broker id, as the
-    kafka-python path reads them. Empty when librdkafka logged no ApiVersions."""
+    kafka-python path reads them. Empty when librdkafka logged no ApiVersions, or when the cluster did not
+    answer it (kafka-python then asks, and reports what went wrong as before)."""
+    from concurrent.futures import TimeoutError as FutureTimeout
+
     from confluent_kafka import KafkaException
     from confluent_kafka.admin import ConfigResource, ConfigSource, ResourceType  # type: ignore[attr-defined]
 
@@ -129,17 +132,27 @@ def _from_librdkafka(
         log.info("librdkafka logged no ApiVersions: asking the broker with kafka-python")
         return []
     timeout = settings.connect_timeout_s
-    broker_id = min(client.list_topics(timeout=timeout).brokers)
 
     def entries(kind: Any, name: str) -> dict[str, Any]:
         described = client.describe_configs([ConfigResource(kind, name)], request_timeout=timeout)
         return dict(next(iter(described.values())).result(timeout))
 
+    broker_id: int | None = None
     try:
+        broker_id = min(client.list_topics(timeout=timeout).brokers)
         broker = entries(ResourceType.BROKER, str(broker_id))
     except KafkaException as exc:
+        if _kind(exc) is not ErrorKind.AUTHORIZATION:
+            log.info(
+                "librdkafka could not read the broker configs (%s): asking with kafka-python", _code(exc)
+            )
+            return []
+        # As on kafka-python's path: configs the principal may not describe stay None (the gate warns).
         log.warning("could not describe broker %s group configs: %s", broker_id, _code(exc))
         broker = {}
+    except (FutureTimeout, ValueError) as exc:  # no answer in time, or metadata without brokers
+        log.info("librdkafka could not read the broker configs (%s): asking with kafka-python", exc)
+        return []
     configs: dict[str, Any] = {}
     for name, key in GROUP_CONFIGS.items():
         value = broker[key].value if key in broker else None
@@ -149,7 +162,7 @@ def _from_librdkafka(
         return [caps]
     try:  # the group's own KIP-848 overrides, as in _with_group_overrides
         group = entries(ResourceType.GROUP, settings.group_id)
-    except KafkaException as exc:
+    except (KafkaException, FutureTimeout) as exc:
         log.info("could not describe group %s configs: %s", settings.group_id, _code(exc))
         return [replace(caps, consumer_session_timeout_ms=None)]
     overrides: dict[str, Any] = {
@@ -160,9 +173,16 @@ def _from_librdkafka(
     return [replace(caps, **overrides) if overrides else caps]
 
 
-def _code(exc: Exception) -> str:
+def _code(exc: BaseException) -> str:
     error: Any = exc.args[0] if exc.args else None
     return str(error.name()) if hasattr(error, "name") else type(exc).__name__
+
+
+def _kind(exc: BaseException) -> ErrorKind:
+    from static_consumer._kafka_codes import classify
+
+    error: Any = exc.args[0] if exc.args else None
+    return classify(error.code()) if hasattr(error, "code") else ErrorKind.OTHER
 
 
 def _read(admin: Any) -> BrokerCapabilities:
