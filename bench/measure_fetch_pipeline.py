@@ -99,13 +99,18 @@ C_VARIANTS: dict[str, tuple[str, dict[str, Any]]] = {
 
 def read_c(reader: str, bootstrap: str, topic: str, count: int, variant: str) -> Pass:
     commit, extra = C_VARIANTS[variant]
-    done = subprocess.run(
-        [reader, bootstrap, topic, str(count), commit, *(f"{k}={v}" for k, v in extra.items())],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=True,
-    )
+    try:
+        done = subprocess.run(
+            [reader, bootstrap, topic, str(count), commit, *(f"{k}={v}" for k, v in extra.items())],
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=True,
+        )
+    except (subprocess.TimeoutExpired, subprocess.CalledProcessError) as exc:
+        # One pass of the C reader hung in one run (it read nothing for 300 s); counted, not fatal.
+        print(f"  {variant}: the C reader failed ({type(exc).__name__})", flush=True)
+        return Pass(float("nan"), float("nan"), float("nan"), 0, 0)
     got = json.loads(done.stdout.strip().splitlines()[-1])
     return Pass(got["records_per_s"], float("nan"), got["cpu_us_per_record"], 0, 0)
 
