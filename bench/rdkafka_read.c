@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "rdkafka.h"
 
@@ -41,7 +42,11 @@ int main(int argc, char **argv) {
         long count = atol(argv[3]), seen = 0, bytes = 0;
         int commit = strcmp(argv[4], "sync") == 0;
         char group[64], err[512];
-        snprintf(group, sizeof(group), "c-read-%ld", (long)now(CLOCK_REALTIME) * 1000 + rand() % 1000);
+        /* A group of its own: passes started within the same second must not share one (a pass that
+         * committed would leave the next one at the end of the topic, reading nothing). */
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        snprintf(group, sizeof(group), "c-read-%ld-%ld-%ld", (long)getpid(), (long)ts.tv_sec, ts.tv_nsec);
 
         rd_kafka_conf_t *conf = rd_kafka_conf_new();
         set(conf, "bootstrap.servers", argv[1]);
