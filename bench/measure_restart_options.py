@@ -53,7 +53,7 @@ while True:
     if msg is not None and msg.error() is None:
         break
 first = time.monotonic()
-consumer.commit(asynchronous=False)
+consumer.commit(message=msg, asynchronous=False)
 consumer.close()
 print(json.dumps({"first_s": first - started}))
 """
