@@ -30,7 +30,7 @@ def raw_consumer(bootstrap: str, topic: str) -> Any:
     comparison is of the loops, not of the fetch settings."""
     from confluent_kafka import Consumer
 
-    from static_consumer._config import CLIENT_DEFAULTS
+    from static_consumer.settings._config import CLIENT_DEFAULTS
 
     consumer = Consumer(
         {

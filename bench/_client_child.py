@@ -56,7 +56,7 @@ def confluent(
 
     extra: dict[str, Any] = {}
     if same_settings:  # the librdkafka defaults StaticConsumer changes (docs/configuration.md)
-        from static_consumer._config import CLIENT_DEFAULTS
+        from static_consumer.settings._config import CLIENT_DEFAULTS
 
         extra = {key: default.value for key, default in CLIENT_DEFAULTS.items()}
     clock = Clock()  # the client's life starts here (imports done)

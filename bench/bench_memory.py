@@ -88,7 +88,7 @@ def read_pass(kind: str, bootstrap: str, topic: str, expected: int, progress: Pr
 
         extra: dict[str, object] = {}
         if kind == LIBRARY_SETTINGS:
-            from static_consumer._config import CLIENT_DEFAULTS
+            from static_consumer.settings._config import CLIENT_DEFAULTS
 
             extra = {key: default.value for key, default in CLIENT_DEFAULTS.items()}
         consumer = Consumer(

@@ -30,8 +30,8 @@ import json, sys, time
 started = time.monotonic()
 what, bootstrap, topic, group = sys.argv[1:5]
 from static_consumer import ConsumerSettings
-from static_consumer._config import consumer_config
-from static_consumer._probe import probe
+from static_consumer.settings._config import consumer_config
+from static_consumer._kafka.probe import probe
 settings = ConsumerSettings(bootstrap_servers=bootstrap, group_id=group, topics=(topic,),
                             instance_id="options-0", session_timeout_ms=30000)
 built = time.monotonic()
@@ -80,7 +80,7 @@ def main() -> None:
     sys.path.insert(0, os.path.dirname(__file__))
     from _bench import machine, produce
 
-    from static_consumer.testing import create_topic, local_cluster
+    from static_consumer_lab import create_topic, local_cluster
 
     with local_cluster(os.environ) as cluster:
         bootstrap = cluster.bootstrap_servers

@@ -32,8 +32,8 @@ from _bench import machine, produce
 from confluent_kafka import Consumer, TopicPartition
 
 from static_consumer import ConsumerSettings
-from static_consumer._config import consumer_config
-from static_consumer.testing import create_topic, local_cluster
+from static_consumer.settings._config import consumer_config
+from static_consumer_lab import create_topic, local_cluster
 
 PARTITIONS = 6
 

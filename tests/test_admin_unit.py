@@ -306,7 +306,7 @@ def test_the_probe_reads_group_configs_through_librdkafka_and_falls_back_when_it
 
     from confluent_kafka import KafkaError, KafkaException
 
-    from static_consumer._probe import _from_librdkafka
+    from static_consumer._kafka.probe import _from_librdkafka
     from static_consumer.settings import ConsumerSettings
 
     settings = ConsumerSettings(bootstrap_servers="127.0.0.1:9092", group_id="g", protocol="consumer")

@@ -213,7 +213,7 @@ def test_the_library_sets_its_fetch_defaults_and_the_passthrough_overrides_them(
 
 
 def test_the_fetch_defaults_are_documented_with_their_reason() -> None:
-    from static_consumer._docgen import render
+    from static_consumer.settings._docgen import render
 
     page = render()
     for key, default in CLIENT_DEFAULTS.items():

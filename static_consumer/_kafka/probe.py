@@ -179,7 +179,7 @@ def _code(exc: BaseException) -> str:
 
 
 def _kind(exc: BaseException) -> ErrorKind:
-    from static_consumer._kafka_codes import classify
+    from static_consumer._kafka.codes import classify
 
     error: Any = exc.args[0] if exc.args else None
     return classify(error.code()) if hasattr(error, "code") else ErrorKind.OTHER
