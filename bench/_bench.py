@@ -25,8 +25,12 @@ HEADERS = [("trace-id", b"0af7651916cd43dd8448eb211c80319c"), ("source", b"bench
 
 def raw_consumer(bootstrap: str, topic: str) -> Any:
     """The raw confluent-kafka consumer of the benchmarks' baseline loops: a new group subscribed to
-    ``topic`` from its start, offsets committed by the loop only."""
+    ``topic`` from its start, offsets committed by the loop only, given the librdkafka defaults that
+    StaticConsumer changes (``CLIENT_DEFAULTS``, docs/configuration.md): the same settings, so the
+    comparison is of the loops, not of the fetch settings."""
     from confluent_kafka import Consumer
+
+    from static_consumer.settings._config import CLIENT_DEFAULTS
 
     consumer = Consumer(
         {
@@ -35,6 +39,7 @@ def raw_consumer(bootstrap: str, topic: str) -> Any:
             "auto.offset.reset": "earliest",
             "enable.auto.commit": False,
             "logger": QUIET_LOGGER,
+            **{key: default.value for key, default in CLIENT_DEFAULTS.items()},
         }
     )
     consumer.subscribe([topic])

@@ -49,9 +49,16 @@ class Clock:
         }
 
 
-def confluent(bootstrap: str, topic: str, group: str, instance: str, count: int) -> dict[str, float]:
+def confluent(
+    bootstrap: str, topic: str, group: str, instance: str, count: int, *, same_settings: bool = False
+) -> dict[str, float]:
     from confluent_kafka import Consumer
 
+    extra: dict[str, Any] = {}
+    if same_settings:  # the librdkafka defaults StaticConsumer changes (docs/configuration.md)
+        from static_consumer.settings._config import CLIENT_DEFAULTS
+
+        extra = {key: default.value for key, default in CLIENT_DEFAULTS.items()}
     clock = Clock()  # the client's life starts here (imports done)
     consumer = Consumer(
         {
@@ -61,6 +68,7 @@ def confluent(bootstrap: str, topic: str, group: str, instance: str, count: int)
             "auto.offset.reset": "earliest",
             "enable.auto.commit": False,
             "session.timeout.ms": SESSION_MS,
+            **extra,
         }
     )
     consumer.subscribe([topic])
@@ -169,6 +177,7 @@ def aiokafka(bootstrap: str, topic: str, group: str, instance: str, count: int) 
 
 CLIENTS: dict[str, Callable[[str, str, str, str, int], dict[str, float]]] = {
     "confluent-kafka": confluent,
+    "confluent-kafka (library's settings)": lambda *a: confluent(*a, same_settings=True),
     "StaticConsumer.consume": lambda *a: static_consumer(*a, batch=False),
     "StaticConsumer.consume_batch": lambda *a: static_consumer(*a, batch=True),
     "kafka-python": kafka_python,

@@ -66,8 +66,9 @@ def pods_round(
     # the pods together handed over every record, and then they are stopped (SIGTERM, bounded).
     try:
         wait_until(
-            lambda: any(pod.returncode is not None for pod in started)
-            or _handed_over(started) >= args.records,
+            lambda: (
+                any(pod.returncode is not None for pod in started) or _handed_over(started) >= args.records
+            ),
             900,
             f"{pods} pods handing over {args.records} records",
         )

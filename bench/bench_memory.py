@@ -1,6 +1,8 @@
-"""Memory of a long-running consumer: peak RSS of processes reading 1M records a minute for 10 minutes.
+"""Memory of a long-running consumer: RSS of consumer processes over 10 minutes, reading as records are
+produced (1M a minute) or at full rate.
 
     python bench/bench_memory.py [--minutes 10] [--per-minute 1000000] [--size 200] [--sample-s 5]
+    python bench/bench_memory.py --full-rate RECORDS [--minutes 10] [--size 100] [--sample-s 5]
 
 A producer process writes ``--per-minute`` records (``--size`` bytes, two headers) at a steady rate for
 ``--minutes`` to one topic (6 partitions), and consumer processes read it as it arrives, each in a group
@@ -12,6 +14,13 @@ first minute (warm: librdkafka's fetch queues have filled), at the end, the peak
 of a least-squares line through the samples after the first minute, in MB per minute; "flat" when the
 line rises less than 5 MB over the measured span (a leak of one byte per record would be 9 MB here).
 Not a test. Run it alone on the machine (heavy-exclusive here) so that the producer keeps its rate.
+
+``--full-rate RECORDS``: RECORDS records of ``--size`` bytes (no headers, uncompressed) are produced
+first, and each consumer process then reads the whole topic again and again, as fast as it can, for
+``--minutes``: each pass with a new consumer (a new group, closed at the end of the pass) in the same
+process, so its librdkafka queue is as full as the fetch settings let it be for the whole run; the raw
+loop is given the librdkafka defaults StaticConsumer changes (``confluent-kafka (library's settings)``).
+Also printed: the bound on the queued data that docs/configuration.md states, for this topic.
 The broker is KAFKA_BOOTSTRAP_SERVERS if set, else the embedded one (see docs/testing.md).
 """
 
@@ -29,6 +38,8 @@ from pathlib import Path
 
 HEADERS = [("trace-id", b"0af7651916cd43dd8448eb211c80319c"), ("source", b"bench")]
 CONSUMERS = ["StaticConsumer.consume", "StaticConsumer.consume_batch", "confluent-kafka"]
+LIBRARY_SETTINGS = "confluent-kafka (library's settings)"
+FULL_RATE_CONSUMERS = ["StaticConsumer.consume", "StaticConsumer.consume_batch", LIBRARY_SETTINGS]
 PARTITIONS = 6
 FLAT_MB = 5.0
 
@@ -56,25 +67,37 @@ def run_producer(bootstrap: str, topic: str, per_minute: int, minutes: float, si
     print(json.dumps({"produced": sent}), flush=True)
 
 
-def run_consumer(kind: str, bootstrap: str, topic: str, expected: int) -> None:
-    """Read until ``expected`` records were seen; print a progress line every second."""
-    seen, size, last = 0, 0, time.monotonic()
+class Progress:
+    """Records seen by this process, printed as a JSON line at most once a second."""
 
-    def progress(force: bool = False) -> None:
-        nonlocal last
-        if force or time.monotonic() - last >= 1.0:
-            last = time.monotonic()
-            print(json.dumps({"seen": seen}), flush=True)
+    def __init__(self) -> None:
+        self.seen, self.passes, self._last = 0, 0, time.monotonic()
 
-    if kind == "confluent-kafka":
+    def add(self, count: int, force: bool = False) -> None:
+        self.seen += count
+        if force or time.monotonic() - self._last >= 1.0:
+            self._last = time.monotonic()
+            print(json.dumps({"seen": self.seen, "passes": self.passes}), flush=True)
+
+
+def read_pass(kind: str, bootstrap: str, topic: str, expected: int, progress: Progress) -> None:
+    """One consumer (a new group) reads ``expected`` records of ``topic``, every batch committed."""
+    seen, size = 0, 0
+    if kind.startswith("confluent-kafka"):
         from confluent_kafka import Consumer
 
+        extra: dict[str, object] = {}
+        if kind == LIBRARY_SETTINGS:
+            from static_consumer.settings._config import CLIENT_DEFAULTS
+
+            extra = {key: default.value for key, default in CLIENT_DEFAULTS.items()}
         consumer = Consumer(
             {
                 "bootstrap.servers": bootstrap,
                 "group.id": f"mem-{uuid.uuid4().hex[:8]}",
                 "auto.offset.reset": "earliest",
                 "enable.auto.commit": False,
+                **extra,
             }
         )
         consumer.subscribe([topic])
@@ -86,10 +109,9 @@ def run_consumer(kind: str, bootstrap: str, topic: str, expected: int) -> None:
                 seen += len(msgs)
                 if msgs:
                     consumer.commit(asynchronous=False)
-                progress()
+                progress.add(len(msgs))
         finally:
             consumer.close()
-        progress(force=True)
         return
     from static_consumer import ConsumerSettings, StaticConsumer
 
@@ -109,11 +131,33 @@ def run_consumer(kind: str, bootstrap: str, topic: str, expected: int) -> None:
             seen += len(got)
             if len(got):
                 static.commit(got)
-            progress()
-    progress(force=True)
+            progress.add(len(got))
+
+
+def run_consumer(kind: str, bootstrap: str, topic: str, expected: int, until: float) -> None:
+    """Read ``expected`` records, again and again with a new consumer each pass while ``time.time()`` is
+    before ``until`` (full rate; 0: one pass)."""
+    progress = Progress()
+    while True:
+        read_pass(kind, bootstrap, topic, expected, progress)
+        progress.passes += 1
+        if time.time() >= until:
+            break
+    progress.add(0, force=True)
 
 
 # -- the parent ----------------------------------------------------------------------------------------
+
+
+def queue_bound(size: int) -> str:
+    """The bound docs/configuration.md states, for this topic (one broker, PARTITIONS partitions)."""
+    kbytes, messages, per_partition, fetch_max = 65536, 100_000, 1024 * 1024, 50 * 1024 * 1024
+    fetch = min(fetch_max, PARTITIONS * per_partition)
+    queued = min(messages * size, kbytes * 1024)
+    return (
+        f"bound on queued values: min({messages:,} x {size} B, {kbytes // 1024} MiB) + one Fetch response "
+        f"(min(50 MiB, {PARTITIONS} partitions x 1 MiB)) = {(queued + fetch) / 2**20:.1f} MiB"
+    )
 
 
 def rss_kb(pid: int) -> tuple[int, int]:
@@ -142,42 +186,63 @@ def main() -> None:
     parser.add_argument("--per-minute", type=int, default=1_000_000)
     parser.add_argument("--size", type=int, default=200, help="value bytes")
     parser.add_argument("--sample-s", type=float, default=5.0)
-    parser.add_argument("--consumers", default=",".join(CONSUMERS))
+    parser.add_argument(
+        "--consumers", help=f"default: {', '.join(CONSUMERS)} ({', '.join(FULL_RATE_CONSUMERS)})"
+    )
+    parser.add_argument("--full-rate", type=int, metavar="RECORDS", help="re-read a topic of RECORDS records")
     args = parser.parse_args()
     sys.path.insert(0, str(Path(__file__).parent))
     from _bench import machine
 
     from static_consumer_lab import create_topic, local_cluster
 
-    kinds = args.consumers.split(",")
-    expected = int(args.per_minute * args.minutes)
+    full = args.full_rate is not None
+    kinds = (args.consumers or ",".join(FULL_RATE_CONSUMERS if full else CONSUMERS)).split(",")
+    expected = args.full_rate if full else int(args.per_minute * args.minutes)
+    until = time.time() + args.minutes * 60 if full else 0.0
     me = [sys.executable, __file__]
     with local_cluster(os.environ) as cluster:
         bootstrap = cluster.bootstrap_servers
         print(f"Kafka {cluster.version} ({cluster.backend}); {machine()}")
         topic = create_topic(bootstrap, f"memory-{uuid.uuid4().hex[:6]}", PARTITIONS)
+        if full:
+            from _bench import produce
+
+            took = produce(bootstrap, topic, expected, args.size, compression="none")
+            print(f"{expected:,} records of {args.size} B, uncompressed, produced in {took:.1f} s")
+            print(queue_bound(args.size))
+            until = time.time() + args.minutes * 60
         consumers = {
             kind: subprocess.Popen(
-                [*me, "--consumer", kind, bootstrap, topic, str(expected)], stdout=subprocess.PIPE, text=True
+                [*me, "--consumer", kind, bootstrap, topic, str(expected), str(until)],
+                stdout=subprocess.PIPE,
+                text=True,
             )
             for kind in kinds
         }
         seen: dict[str, int] = dict.fromkeys(kinds, 0)
 
+        passes: dict[str, int] = dict.fromkeys(kinds, 0)
+
         def follow(kind: str, proc: subprocess.Popen[str]) -> None:
             for line in proc.stdout or ():
-                seen[kind] = json.loads(line).get("seen", seen[kind])
+                got = json.loads(line)
+                seen[kind], passes[kind] = got.get("seen", seen[kind]), got.get("passes", passes[kind])
 
         for kind, proc in consumers.items():
             threading.Thread(target=follow, args=(kind, proc), daemon=True).start()
-        producer = subprocess.Popen(
-            [*me, "--producer", bootstrap, topic, str(args.per_minute), str(args.minutes), str(args.size)]
-        )
-        print(
-            f"producing {args.per_minute:,} records/minute of {args.size} B with 2 headers for "
-            f"{args.minutes:g} min; consumers: {', '.join(kinds)}",
-            flush=True,
-        )
+        if full:
+            producer = None
+            print(f"re-reading it for {args.minutes:g} min; consumers: {', '.join(kinds)}", flush=True)
+        else:
+            producer = subprocess.Popen(
+                [*me, "--producer", bootstrap, topic, str(args.per_minute), str(args.minutes), str(args.size)]
+            )
+            print(
+                f"producing {args.per_minute:,} records/minute of {args.size} B with 2 headers for "
+                f"{args.minutes:g} min; consumers: {', '.join(kinds)}",
+                flush=True,
+            )
         started = time.monotonic()
         samples: dict[str, list[tuple[float, int]]] = {k: [] for k in kinds}
         peak: dict[str, int] = dict.fromkeys(kinds, 0)
@@ -202,7 +267,8 @@ def main() -> None:
                     flush=True,
                 )
             time.sleep(args.sample_s)
-        producer.wait(timeout=120)
+        if producer is not None:
+            producer.wait(timeout=120)
         for proc in consumers.values():
             if proc.poll() is None:
                 proc.kill()
@@ -222,7 +288,8 @@ def main() -> None:
         span_min = (warm[-1][0] - warm[0][0]) / 60
         flat = "yes" if slope * span_min < FLAT_MB else "NO"
         print(
-            f"| {kind} | {seen[kind]:,} | {warm[0][1] / 1024:.1f} | {warm[-1][1] / 1024:.1f} | "
+            f"| {kind} | {seen[kind]:,} ({passes[kind]} passes) | {warm[0][1] / 1024:.1f} | "
+            f"{warm[-1][1] / 1024:.1f} | "
             f"{peak[kind] / 1024:.1f} | {slope:+.3f} | {flat} |"
         )
 
@@ -232,7 +299,7 @@ if __name__ == "__main__":
         bootstrap, topic, per_minute, minutes, size = sys.argv[2:]
         run_producer(bootstrap, topic, int(per_minute), float(minutes), int(size))
     elif len(sys.argv) > 1 and sys.argv[1] == "--consumer":
-        kind, bootstrap, topic, expected = sys.argv[2:]
-        run_consumer(kind, bootstrap, topic, int(expected))
+        kind, bootstrap, topic, expected, until = sys.argv[2:]
+        run_consumer(kind, bootstrap, topic, int(expected), float(until))
     else:
         main()

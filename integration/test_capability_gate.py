@@ -8,8 +8,11 @@ for an out-of-bounds session timeout, retrying a refused JoinGroup forever with 
 from __future__ import annotations
 
 import logging
+import subprocess
+import sys
 import time
 from collections.abc import Callable
+from dataclasses import replace
 from typing import Any, Literal
 
 import pytest
@@ -193,7 +196,49 @@ def test_probe_prefers_a_kip848_group_session_timeout_override(
         )
 
     broker, group = probe(settings(plain)), probe(settings(overridden))
+    # librdkafka's path (the consumer's) and kafka-python's (the check command's) read the same overrides.
+    assert replace(probe(settings(overridden), broker_version=True), broker_version=None) == group
     assert (group.consumer_session_timeout_ms, group.consumer_heartbeat_interval_ms) == (55000, 6000)
     # The stock broker: Kafka's defaults, 45 s session (max 60 s), 5 s heartbeat.
     assert (broker.consumer_session_timeout_ms, broker.consumer_heartbeat_interval_ms) == (45000, 5000)
     assert broker.consumer_max_session_timeout_ms == group.consumer_max_session_timeout_ms == 60000
+
+
+@pytest.mark.parametrize("protocol", ["classic", "consumer"])
+def test_the_gate_reads_librdkafkas_own_apiversions_without_importing_kafka_python(
+    protocol: str, kafka_bootstrap_servers: str, kafka_group_id_factory: Callable[..., str]
+) -> None:
+    """The consumer's start reads the broker's ApiVersions as librdkafka received them in its login check
+    (no kafka-python, whose import cost more than the rest of a restart); they and the group configs are
+    what kafka-python reads from the same broker, so the gate decides on the same answer as before."""
+    from static_consumer._kafka.probe import probe
+
+    settings = ConsumerSettings(
+        bootstrap_servers=kafka_bootstrap_servers, group_id=kafka_group_id_factory(), protocol=protocol
+    )
+    ours, theirs = probe(settings), probe(settings, broker_version=True)
+    assert ours.supports_classic_static and ours.join_group_max_version == theirs.join_group_max_version
+    assert ours == replace(theirs, broker_version=None)
+    started = subprocess.run(
+        [sys.executable, "-c", _START_AND_LIST_MODULES, kafka_bootstrap_servers, settings.group_id, protocol],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
+    )
+    static, kafka_python = started.stdout.split()
+    assert (static, kafka_python) == ("static", "no-kafka-python"), started.stderr[-2000:]
+
+
+# A consumer started on the real broker in a fresh interpreter: static or not, and whether kafka-python
+# was imported on the way.
+_START_AND_LIST_MODULES = """
+import sys
+from static_consumer import ConsumerSettings, StaticConsumer
+bootstrap, group, protocol = sys.argv[1:]
+settings = ConsumerSettings(bootstrap_servers=bootstrap, group_id=group, topics=("gate-modules",),
+                            protocol=protocol, instance_id="modules-0", missing_topic_timeout_s=None)
+with StaticConsumer(settings) as consumer:
+    imported = "kafka-python" if "kafka" in sys.modules else "no-kafka-python"
+    print("static" if consumer.static else "dynamic", imported)
+"""

@@ -288,3 +288,80 @@ def test_the_login_check_notes_brokers_that_hung_up_during_apiversions() -> None
         "Connection refused (after 0ms in state CONNECT)",
     )
     assert log.hung_up == [("127.0.0.1", 35165)]
+
+
+def test_the_login_check_keeps_the_apiversions_librdkafka_logged_for_the_first_broker() -> None:
+    """librdkafka's debug=feature lines for a broker's ApiVersions (the capability probe reads them);
+    a second broker's answer does not mix in, other lines are ignored."""
+    from static_consumer._kafka.login import _LoginLog
+
+    log = _LoginLog()
+
+    def line(broker: str, text: str) -> None:
+        log.log(7, "%s [%s] %s", "APIVERSION", "rdkafka#producer-2", f"[thrd:{broker}]: {broker}: {text}")
+
+    line("127.0.0.1:9092/bootstrap", "Broker API support:")
+    line("127.0.0.1:9092/bootstrap", "  ApiKey Fetch (1) Versions 4..17")
+    line("127.0.0.1:9092/bootstrap", "  ApiKey JoinGroup (11) Versions 0..9")
+    line("127.0.0.1:9093/bootstrap", "  ApiKey JoinGroup (11) Versions 0..4")
+    line("127.0.0.1:9092/bootstrap", "  ApiKey ConsumerGroupHeartbeat (68) Versions 0..1")
+    line("127.0.0.1:9092/bootstrap", "Updated enabled protocol features to MsgVer2,ApiVersion")
+    assert log.api_versions == {1: (4, 17), 11: (0, 9), 68: (0, 1)}
+
+
+class _Described:
+    def __init__(self, outcome: object) -> None:
+        self.outcome = outcome
+
+    def result(self, timeout: float) -> object:
+        if isinstance(outcome := self.outcome, BaseException):
+            raise outcome
+        return outcome
+
+
+class _Entry:
+    def __init__(self, value: str, source: int = 5) -> None:
+        self.value, self.source = value, source
+
+
+class _LoginClient:
+    """The login check's librdkafka AdminClient, as far as the probe uses it."""
+
+    def __init__(self, broker: object, group: object = None) -> None:
+        self.answers = {"BROKER": broker, "GROUP": group}
+
+    def list_topics(self, timeout: float) -> object:
+        return type("Metadata", (), {"brokers": {3: None, 1: None}})()
+
+    def describe_configs(self, resources: list[object], request_timeout: float) -> dict[object, _Described]:
+        kind = str(getattr(resources[0], "restype", "")).rpartition(".")[2]
+        return {resources[0]: _Described(self.answers[kind])}
+
+
+def test_the_probe_reads_group_configs_through_librdkafka_and_falls_back_when_it_cannot() -> None:
+    from concurrent.futures import TimeoutError as FutureTimeout
+
+    from confluent_kafka import KafkaError, KafkaException
+
+    from static_consumer._kafka.probe import _from_librdkafka
+    from static_consumer.settings import ConsumerSettings
+
+    settings = ConsumerSettings(bootstrap_servers="127.0.0.1:9092", group_id="g", protocol="consumer")
+    apis = {11: (0, 9), 68: (0, 1)}
+    broker = {
+        "group.min.session.timeout.ms": _Entry("6000"),
+        "group.consumer.session.timeout.ms": _Entry("45000"),
+    }
+    override = {"consumer.session.timeout.ms": _Entry("25000", source=8)}
+    (caps,) = _from_librdkafka(_LoginClient(broker, override), apis, settings)
+    assert (caps.api_versions, caps.group_min_session_timeout_ms) == (apis, 6000)
+    assert caps.consumer_session_timeout_ms == 25000 and caps.group_max_session_timeout_ms is None
+    assert _from_librdkafka(_LoginClient(broker, override), {}, settings) == []  # nothing logged
+    # No answer in time, or a transport error: kafka-python asks instead (and reports it as before).
+    assert _from_librdkafka(_LoginClient(FutureTimeout()), apis, settings) == []
+    down = KafkaException(KafkaError(KafkaError._TRANSPORT))
+    assert _from_librdkafka(_LoginClient(down), apis, settings) == []
+    # Not allowed to describe them: unknown (the gate warns), as on kafka-python's path.
+    refused = KafkaException(KafkaError(KafkaError.CLUSTER_AUTHORIZATION_FAILED))
+    (caps,) = _from_librdkafka(_LoginClient(refused, refused), apis, settings)
+    assert caps.group_min_session_timeout_ms is None and caps.consumer_session_timeout_ms is None

@@ -14,7 +14,13 @@ from kafka.admin import KafkaAdminClient
 from static_consumer._security.secrets import redact_items
 from static_consumer.errors import ConfigurationError
 from static_consumer.settings import ConsumerSettings
-from static_consumer.settings._config import admin_config, consumer_config, kafka_python_config
+from static_consumer.settings._config import (
+    CLIENT_DEFAULTS,
+    admin_config,
+    consumer_config,
+    kafka_python_config,
+)
+from static_consumer.settings._rules import is_owned
 
 UNREACHABLE = "127.0.0.1:1"  # librdkafka connects lazily; nothing listens here and nothing is awaited
 SASL: dict[str, Any] = {
@@ -192,3 +198,25 @@ def test_kafka_python_never_prompts_for_the_pass_phrase_of_an_encrypted_key(tmp_
     ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT).load_cert_chain(
         cfg["ssl_certfile"], cfg["ssl_keyfile"], cfg["ssl_password"]
     )
+
+
+@pytest.mark.parametrize("protocol", ["classic", "consumer"])
+def test_the_library_sets_its_fetch_defaults_and_the_passthrough_overrides_them(protocol: str) -> None:
+    for key, default in CLIENT_DEFAULTS.items():
+        assert not is_owned(key, protocol), f"{key} must stay settable through the librdkafka passthrough"
+        assert consumer_config(make(protocol=protocol), "orders-0")[key] == default.value
+        assert default.value != default.librdkafka_default, f"{key}: a default equal to librdkafka's is noise"
+        overridden = make(protocol=protocol, librdkafka={key: default.librdkafka_default})
+        assert consumer_config(overridden, "orders-0")[key] == default.librdkafka_default
+        assert key not in admin_config(make(protocol=protocol)), "a consumer default, not an admin client's"
+    librdkafka_accepts(consumer_config(make(protocol=protocol), "orders-0"))
+
+
+def test_the_fetch_defaults_are_documented_with_their_reason() -> None:
+    from static_consumer.settings._docgen import render
+
+    page = render()
+    for key, default in CLIENT_DEFAULTS.items():
+        row = next(line for line in page.splitlines() if line.startswith(f"| `{key}` |"))
+        assert f"`{default.value}`" in row and f"`{default.librdkafka_default}`" in row
+        assert default.reason.split(". ")[0] in row

@@ -24,9 +24,7 @@ MODULES = {
         "import pytest\n\npytest.skip('no broker here', allow_module_level=True)\n\n"
         "def test_never_collected():\n    assert True\n"
     ),
-    "test_skips_at_run_time.py": (
-        "import pytest\n\ndef test_skips():\n    pytest.skip('no broker here')\n"
-    ),
+    "test_skips_at_run_time.py": ("import pytest\n\ndef test_skips():\n    pytest.skip('no broker here')\n"),
 }
 
 

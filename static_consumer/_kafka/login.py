@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 import time
+from collections.abc import Callable
 from enum import Enum
 from typing import Any
 
@@ -47,18 +48,32 @@ _TLS_FAILURE = re.compile(
 _HUNG_UP = re.compile(r"([^\s/]+):(\d+)/[^:]*: Disconnected\b.*in state APIVERSION_QUERY")
 
 
+# With debug=feature librdkafka logs a broker's ApiVersions response as it reads it, one line per API:
+# "<broker>: Broker API support:" then "<broker>:   ApiKey JoinGroup (11) Versions 0..9"
+# (rd_kafka_ApiVersionRequest's reply handler, rdkafka_request.c; the same text since librdkafka 0.9).
+_API_VERSION = re.compile(r"\]: (\S+):\s+ApiKey \S+ \((\d+)\) Versions (\d+)\.\.(\d+)\s*$")
+
+
 class _LoginLog:
-    """librdkafka's log for the login check: forwarded to the admin logger, and the addresses that hung
-    up during ApiVersions noted (confluent-kafka calls ``log(level, fmt, *args)`` on any object)."""
+    """librdkafka's log for the login check: forwarded to the admin logger, the addresses that hung up
+    during ApiVersions noted, and with ``debug=feature`` the ApiVersions of the first broker that answered
+    (confluent-kafka calls ``log(level, fmt, *args)`` on any object)."""
 
     def __init__(self) -> None:
         self.hung_up: list[tuple[str, int]] = []
+        self.api_versions: dict[int, tuple[int, int]] = {}
+        self._api_broker: str | None = None
 
     def log(self, level: int, fmt: str, *args: object) -> None:
         LIBRDKAFKA_LOG.log(level, fmt, *args)
-        match = _HUNG_UP.search(fmt % args if args else fmt)
+        line = fmt % args if args else fmt
+        match = _HUNG_UP.search(line)
         if match is not None:
             self.hung_up.append((match.group(1), int(match.group(2))))
+        api = _API_VERSION.search(line)
+        if api is not None and self._api_broker in (None, api.group(1)):
+            self._api_broker = api.group(1)
+            self.api_versions[int(api.group(2))] = (int(api.group(3)), int(api.group(4)))
 
 
 def _tls_listener(settings: ConsumerSettings, hung_up: list[tuple[str, int]]) -> str | None:
@@ -79,7 +94,13 @@ def login_refusal(settings: ConsumerSettings, timeout_s: float | None = None) ->
     return reason if login is Login.REFUSED else None
 
 
-def failed_login(settings: ConsumerSettings) -> tuple[ErrorKind, str] | None:
+# Called with the login check's client and log once the brokers accepted the login (see check_login).
+OnAccepted = Callable[[Any, _LoginLog], None]
+
+
+def failed_login(
+    settings: ConsumerSettings, on_accepted: OnAccepted | None = None
+) -> tuple[ErrorKind, str] | None:
     """Log in with librdkafka before kafka-python does: the kind and text of a login that failed for
     certain (refused, a failed TLS handshake, a PLAINTEXT client on a TLS port, or no answer within
     ``connect_timeout_s``), else None.
@@ -92,7 +113,7 @@ def failed_login(settings: ConsumerSettings) -> tuple[ErrorKind, str] | None:
     milliseconds. A PLAINTEXT client on a TLS port: kafka-python waits out the bound, librdkafka says
     "connecting to a SSL listener?". The price is one more connection (and login) per call. After no
     answer at all, kafka-python would only wait for the same bound again."""
-    login, reason = check_login(settings)
+    login, reason = check_login(settings, on_accepted=on_accepted)
     if login is Login.REFUSED:
         return ErrorKind.AUTHENTICATION, reason or "the credentials were refused"
     if login is Login.TLS_FAILED:
@@ -102,7 +123,9 @@ def failed_login(settings: ConsumerSettings) -> tuple[ErrorKind, str] | None:
     return None
 
 
-def check_login(settings: ConsumerSettings, timeout_s: float | None = None) -> tuple[Login, str | None]:
+def check_login(
+    settings: ConsumerSettings, timeout_s: float | None = None, *, on_accepted: OnAccepted | None = None
+) -> tuple[Login, str | None]:
     """Log in with librdkafka and ask for metadata: what the brokers made of the credentials and the TLS
     handshake, with their reason when they refused (secrets masked). Returns at the first refusal,
     acceptance or broker failure, else after ``timeout_s`` (``connect_timeout_s``).
@@ -132,14 +155,20 @@ def check_login(settings: ConsumerSettings, timeout_s: float | None = None) -> t
 
     log = _LoginLog()
     doing = f"brokers at {settings.bootstrap_servers}"
-    client = librdkafka_admin(settings, doing, error_cb=on_error, logger=log)
+    # on_accepted reads librdkafka's own ApiVersions (the capability probe): logged with debug=feature.
+    debug = {} if on_accepted is None else {"debug": "feature"}
+    client = librdkafka_admin(settings, doing, error_cb=on_error, logger=log, **debug)
     deadline = time.monotonic() + (settings.connect_timeout_s if timeout_s is None else timeout_s)
     while time.monotonic() < deadline:
         try:
             client.list_topics(timeout=max(0.01, min(0.25, deadline - time.monotonic())))
-            return Login.ACCEPTED, None  # metadata answered: the credentials are accepted
         except KafkaException:
             pass
+        else:  # metadata answered: the credentials are accepted
+            if on_accepted is not None:
+                client.poll(0)  # serves the log: the ApiVersions came before the metadata
+                on_accepted(client, log)
+            return Login.ACCEPTED, None
         client.poll(0)  # serves error_cb and the log
         if refusals:
             return Login.REFUSED, scrub_for(settings, refusals[0])
@@ -156,4 +185,4 @@ def check_login(settings: ConsumerSettings, timeout_s: float | None = None) -> t
     return Login.NO_ANSWER, None
 
 
-__all__ = ["Login", "check_login", "failed_login", "login_refusal"]
+__all__ = ["Login", "OnAccepted", "check_login", "failed_login", "login_refusal"]

@@ -1,24 +1,25 @@
 """Ask the cluster what it can do (ApiVersions, group configs), bounded by ``connect_timeout_s``.
 
-kafka-python does the talking because librdkafka exposes neither ApiVersions nor broker configs in a
-form the gate can use. Every client is closed before returning, also when the bootstrap fails. The
+The login check that runs first (``_kafka.login.check_login``, a librdkafka client) reads them: librdkafka
+asks every broker for its ApiVersions when it connects and, with ``debug=feature``, logs the answer line
+by line; the group configs come from the same client's DescribeConfigs. librdkafka has no API for the
+ApiVersions, so when no such line was logged (another librdkafka's text, say) kafka-python asks instead,
+as it always did before: the gate never decides without the broker's own answer. kafka-python is then
+imported only on that path: importing it took longer (about 0.2 s on a loaded 2-core machine) than the
+rest of a static restart. Every client is closed before returning, also when the bootstrap fails. The
 consumer imports this module when it starts (the capability gate), not when ``static_consumer`` is
-imported, so kafka-python stays out of a process that only builds settings or runs on a fake adapter.
+imported.
 """
 
 from __future__ import annotations
 
 import logging
 from dataclasses import replace
-from typing import Any
-
-import kafka.errors as kafka_errors
-from kafka.admin import ConfigResource, ConfigResourceType
+from typing import TYPE_CHECKING, Any
 
 from static_consumer._kafka.acls import authorization_error, code_in
 from static_consumer._kafka.admin_client import credentials, tls_hint
 from static_consumer._kafka.codes import ErrorKind
-from static_consumer._kafka.kafka_python import admin_client, explain, kind_of
 from static_consumer._kafka.login import failed_login
 from static_consumer._security.secrets import scrub_for
 from static_consumer.capabilities import GROUP_CONFIGS, BrokerCapabilities
@@ -30,6 +31,9 @@ from static_consumer.errors import (
 )
 from static_consumer.settings import ConsumerSettings
 
+if TYPE_CHECKING:
+    import kafka.errors as kafka_errors
+
 log = logging.getLogger(__name__)
 CLIENT_ID = "static-consumer-probe"
 # Group-level KIP-848 overrides -> the BrokerCapabilities field they replace.
@@ -39,8 +43,11 @@ GROUP_OVERRIDES = {
 }
 
 
-def probe(settings: ConsumerSettings) -> BrokerCapabilities:
+def probe(settings: ConsumerSettings, *, broker_version: bool = False) -> BrokerCapabilities:
     """Read ApiVersions and group.* configs from one live broker of the cluster.
+
+    ``broker_version``: ask through kafka-python, which also names the Kafka version the ApiVersions
+    look like (for the ``check`` command's report); librdkafka's path leaves it None.
 
     Raises BrokerUnavailableError if the bootstrap servers do not answer within ``connect_timeout_s``,
     AuthenticationError at their first refusal of the SASL credentials, and ConfigurationError if the
@@ -48,7 +55,19 @@ def probe(settings: ConsumerSettings) -> BrokerCapabilities:
     Group configs the principal may not describe are left None (the gate then warns instead of
     checking them).
     """
-    _log_in_first(settings)
+    found: list[BrokerCapabilities] = []
+
+    def from_librdkafka(client: Any, login_log: Any) -> None:
+        if not broker_version:
+            found.extend(_from_librdkafka(client, login_log.api_versions, settings))
+
+    _log_in_first(settings, from_librdkafka)
+    if found:
+        return found[0]
+    import kafka.errors as kafka_errors
+
+    from static_consumer._kafka.kafka_python import admin_client, explain
+
     try:
         with admin_client(settings, CLIENT_ID) as admin:
             caps = _read(admin)
@@ -59,13 +78,15 @@ def probe(settings: ConsumerSettings) -> BrokerCapabilities:
         raise _error(explain(exc, settings), settings) from None
 
 
-def _log_in_first(settings: ConsumerSettings) -> None:
+def _log_in_first(settings: ConsumerSettings, on_accepted: Any) -> None:
     """With SASL, a wrong password ends the start at the brokers' first refusal; with TLS, a certificate
     either side refuses ends it at the failed handshake, and a PLAINTEXT client on a TLS port at the
     broker's disconnect (``failed_login``). A TLS file no client can load, or an OAUTHBEARER provider
     that gives no token, ends it before any connection."""
-    failed = failed_login(settings)
+    failed = failed_login(settings, on_accepted)
     if failed is not None:
+        import kafka.errors as kafka_errors
+
         kind, text = failed
         if kind is ErrorKind.TLS:
             raise ConfigurationError(f"brokers at {settings.bootstrap_servers}: {tls_hint(text)}")
@@ -75,6 +96,8 @@ def _log_in_first(settings: ConsumerSettings) -> None:
 
 
 def _error(exc: kafka_errors.KafkaError, settings: ConsumerSettings) -> StaticConsumerError:
+    from static_consumer._kafka.kafka_python import kind_of
+
     kind = kind_of(exc)
     if kind is ErrorKind.AUTHENTICATION:
         who, check = credentials(settings)
@@ -94,7 +117,78 @@ def _error(exc: kafka_errors.KafkaError, settings: ConsumerSettings) -> StaticCo
     )
 
 
+def _from_librdkafka(
+    client: Any, api_versions: dict[int, tuple[int, int]], settings: ConsumerSettings
+) -> list[BrokerCapabilities]:
+    """The capabilities from the login check's librdkafka client: the ApiVersions of the broker it logged
+    in to (as librdkafka logged them) and the group configs of the lowest live broker id, as the
+    kafka-python path reads them. Empty when librdkafka logged no ApiVersions, or when the cluster did not
+    answer it (kafka-python then asks, and reports what went wrong as before)."""
+    from concurrent.futures import TimeoutError as FutureTimeout
+
+    from confluent_kafka import KafkaException
+    from confluent_kafka.admin import ConfigResource, ConfigSource, ResourceType  # type: ignore[attr-defined]
+
+    if not api_versions:
+        log.info("librdkafka logged no ApiVersions: asking the broker with kafka-python")
+        return []
+    timeout = settings.connect_timeout_s
+
+    def entries(kind: Any, name: str) -> dict[str, Any]:
+        described = client.describe_configs([ConfigResource(kind, name)], request_timeout=timeout)
+        return dict(next(iter(described.values())).result(timeout))
+
+    broker_id: int | None = None
+    try:
+        broker_id = min(client.list_topics(timeout=timeout).brokers)
+        broker = entries(ResourceType.BROKER, str(broker_id))
+    except KafkaException as exc:
+        if _kind(exc) is not ErrorKind.AUTHORIZATION:
+            log.info(
+                "librdkafka could not read the broker configs (%s): asking with kafka-python", _code(exc)
+            )
+            return []
+        # As on kafka-python's path: configs the principal may not describe stay None (the gate warns).
+        log.warning("could not describe broker %s group configs: %s", broker_id, _code(exc))
+        broker = {}
+    except (FutureTimeout, ValueError) as exc:  # no answer in time, or metadata without brokers
+        log.info("librdkafka could not read the broker configs (%s): asking with kafka-python", exc)
+        return []
+    configs: dict[str, Any] = {}
+    for name, key in GROUP_CONFIGS.items():
+        value = broker[key].value if key in broker else None
+        configs[name] = int(value) if value not in (None, "") else None  # older brokers lack KIP-848 keys
+    caps = BrokerCapabilities(api_versions=dict(api_versions), **configs)
+    if settings.protocol != "consumer":
+        return [caps]
+    try:  # the group's own KIP-848 overrides, as in _with_group_overrides
+        group = entries(ResourceType.GROUP, settings.group_id)
+    except (KafkaException, FutureTimeout) as exc:
+        log.info("could not describe group %s configs: %s", settings.group_id, _code(exc))
+        return [replace(caps, consumer_session_timeout_ms=None)]
+    overrides: dict[str, Any] = {
+        field_name: int(group[key].value)
+        for key, field_name in GROUP_OVERRIDES.items()
+        if key in group and group[key].source == ConfigSource.GROUP_CONFIG.value and group[key].value
+    }
+    return [replace(caps, **overrides) if overrides else caps]
+
+
+def _code(exc: BaseException) -> str:
+    error: Any = exc.args[0] if exc.args else None
+    return str(error.name()) if hasattr(error, "name") else type(exc).__name__
+
+
+def _kind(exc: BaseException) -> ErrorKind:
+    from static_consumer._kafka.codes import classify
+
+    error: Any = exc.args[0] if exc.args else None
+    return classify(error.code()) if hasattr(error, "code") else ErrorKind.OTHER
+
+
 def _read(admin: Any) -> BrokerCapabilities:
+    import kafka.errors as kafka_errors
+
     cluster = admin.describe_cluster()
     brokers = sorted(b["broker_id"] for b in cluster["brokers"] if not b.get("is_fenced"))
     if not brokers:
@@ -112,6 +206,9 @@ def _read(admin: Any) -> BrokerCapabilities:
 
 
 def _group_configs(admin: Any, broker_id: int) -> dict[str, int | None]:
+    import kafka.errors as kafka_errors
+    from kafka.admin import ConfigResource, ConfigResourceType
+
     resource = ConfigResource(ConfigResourceType.BROKER, str(broker_id), list(GROUP_CONFIGS.values()))
     try:
         described = admin.describe_configs([resource], config_filter="all")
@@ -136,6 +233,9 @@ def _with_group_overrides(admin: Any, group_id: str, caps: BrokerCapabilities) -
     """KIP-848 groups may override the broker's session timeout and heartbeat interval
     (``consumer.session.timeout.ms``, ``consumer.heartbeat.interval.ms`` set on the group). The group's
     session decides how long a crashed member's instance id stays held, so it replaces the broker value."""
+    import kafka.errors as kafka_errors
+    from kafka.admin import ConfigResource, ConfigResourceType
+
     keys = list(GROUP_OVERRIDES)
     resource = ConfigResource(ConfigResourceType.GROUP, group_id, keys)
     try:

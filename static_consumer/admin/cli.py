@@ -20,6 +20,7 @@ import os
 import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from functools import partial
 from typing import Any, TextIO
 
 from static_consumer._kafka import probe as _probe
@@ -70,7 +71,7 @@ COMMAND_FIELDS = (
 class Operations:
     """The I/O the commands perform; a seam for tests."""
 
-    probe: Callable[[ConsumerSettings], BrokerCapabilities] = _probe.probe
+    probe: Callable[[ConsumerSettings], BrokerCapabilities] = partial(_probe.probe, broker_version=True)
     audit_group: Callable[..., audit.GroupAudit] = audit.audit_group
     remove_members: Callable[..., RemovalResult] = admin.remove_members
     scale_down: Callable[..., RemovalResult] = admin.scale_down

@@ -13,6 +13,7 @@ from annotated_types import Ge, Gt, Le, Lt
 from pydantic.fields import FieldInfo
 from pydantic_core import PydanticUndefined
 
+from static_consumer.settings._config import CLIENT_DEFAULTS, QUEUE_BOUND
 from static_consumer.settings._model import ConsumerSettings
 from static_consumer.settings._rules import CLASSIC_ONLY_KEYS, OWNED_KEYS, env_var
 
@@ -108,6 +109,17 @@ def render() -> str:
     lines += [f"| `{key}` | {_instead(field)} |" for key, field in sorted(OWNED_KEYS.items())]
     classic_only = ", ".join(f"`{k}`" for k in sorted(CLASSIC_ONLY_KEYS))
     lines += ["", f'With `protocol = "consumer"` (KIP-848) the broker decides {classic_only}: refused too.']
+    lines += ["", "## librdkafka defaults the library changes", ""]
+    lines.append(
+        "Its consumers get these unless `librdkafka` sets them (any value librdkafka accepts); every other "
+        "key keeps librdkafka's default."
+    )
+    lines += ["", "| librdkafka key | Library default | librdkafka's default | Why |", "|---|---|---|---|"]
+    lines += [
+        f"| `{key}` | `{d.value}` | `{d.librdkafka_default}` | {_cell(d.reason)}. |"
+        for key, d in sorted(CLIENT_DEFAULTS.items())
+    ]
+    lines += ["", "### Memory", "", QUEUE_BOUND]
     lines += [
         "",
         "Values of `librdkafka` keys that look secret (containing `password`, `secret`, `token`, `key`, ...,",
