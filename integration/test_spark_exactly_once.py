@@ -19,6 +19,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+from urllib.parse import unquote
 
 import pyarrow.dataset as ds
 import pyarrow.parquet as pq
@@ -119,18 +120,23 @@ def parquet_positions(path: Path) -> Counter[tuple[int, int]]:
 
 
 def delta_positions(path: Path) -> Counter[tuple[int, int]]:
-    """The same for a Delta table, from the data files its log adds (the tests only append)."""
-    files: set[str] = set()
+    """The same for a Delta table, from the data files its log adds (the sinks only add files); a
+    table partitioned by ``partition`` has it in the log, not in the files."""
+    files: dict[str, dict[str, str]] = {}
     for commit in sorted((path / "_delta_log").glob("*.json")):
         for line in commit.read_text().splitlines():
             action = json.loads(line)
             if "add" in action:
-                files.add(action["add"]["path"])
+                files[action["add"]["path"]] = action["add"].get("partitionValues") or {}
             elif "remove" in action:
-                files.discard(action["remove"]["path"])
+                files.pop(action["remove"]["path"], None)
     found: Counter[tuple[int, int]] = Counter()
-    for name in files:
-        table = pq.read_table(path / name, columns=["partition", "offset"])
+    for name, values in files.items():
+        if "partition" in values:
+            offsets = pq.read_table(path / unquote(name), columns=["offset"]).column("offset").to_pylist()
+            found.update((int(values["partition"]), offset) for offset in offsets)
+            continue
+        table = pq.read_table(path / unquote(name), columns=["partition", "offset"])
         found.update(
             zip(table.column("partition").to_pylist(), table.column("offset").to_pylist(), strict=True)
         )
