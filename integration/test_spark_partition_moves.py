@@ -19,6 +19,7 @@ shared (the CI budget).
 
 from __future__ import annotations
 
+import time
 from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
@@ -129,12 +130,14 @@ def test_exactly_once_when_partitions_move_after_kill_9(
         }
 
     pods = Pods(request.getfixturevalue("kafka_consumer_process_factory"), spec, tmp_path / "flags")
+    began, phases = time.monotonic(), []  # how long each part took (printed: the CI budget is tight)
     produced = 1_800
     produce(bootstrap, topic, produced)
     for name in ("spark-0", "spark-1", "spark-2"):
         pods.start(name)
     for pod in pods.running.values():
         pod.wait_for(lambda e: e["kind"] == "batch", 240, "a first batch")
+    phases.append(("3 pods up, a batch each", time.monotonic()))
 
     # 1. Scale-down 3 -> 2: spark-2 dies with a batch in the sinks and never comes back.
     produce(bootstrap, topic, 600, start=produced)
@@ -142,6 +145,7 @@ def test_exactly_once_when_partitions_move_after_kill_9(
     held = kill_in_window(pods, "spark-2")
     rest = list(pods.running.values())
     pods.wait_written_past(held, rest, f"spark-2's batch {held} written again by spark-0/1")
+    phases.append(("scale-down", time.monotonic()))
 
     # 2. spark-1 dies in the window and comes back once its partitions moved to spark-0.
     produce(bootstrap, topic, 600, start=produced)
@@ -152,6 +156,7 @@ def test_exactly_once_when_partitions_move_after_kill_9(
     )
     back = pods.start("spark-1")
     back.wait_for(lambda e: e["kind"] == "assigned" and e["partitions"], 120, "partitions after the restart")
+    phases.append(("restart after the move", time.monotonic()))
 
     # 3. spark-0 freezes with a batch about to be written; spark-1 takes its partitions and writes that
     # range; thawed, spark-0 writes the stale batch after it and dies in the window.
@@ -169,6 +174,7 @@ def test_exactly_once_when_partitions_move_after_kill_9(
     [late] = [e for e in zombie.events("batch") if e["batch_id"] == holding["batch_id"]]
     assert late["offsets"] == stale  # it did write the stale batch, after spark-1 wrote the range
     zombie.kill()
+    phases.append(("zombie", time.monotonic()))
 
     # The rest: spark-1 alone finishes the topic.
     produce(bootstrap, topic, 300, start=produced)
@@ -181,6 +187,7 @@ def test_exactly_once_when_partitions_move_after_kill_9(
         f"offsets committed up to {ends}",
     )
     assert back.stop(60) == 0, back.stderr_tail()
+    phases.append(("the rest", time.monotonic()))
 
     expected = {(p, o) for p, n in ends.items() for o in range(n)}
     for name, written in (("delta", delta_positions(delta)), ("parquet", parquet_positions(parquet))):
@@ -193,7 +200,11 @@ def test_exactly_once_when_partitions_move_after_kill_9(
         )
     handed = sum(e["records"] for p in pods.all for e in p.events("batch"))
     assert handed > produced  # records were handed to fn (and written) again: the sinks kept them once
+    steps, previous = [], began
+    for what, at in phases:
+        steps.append(f"{what} {at - previous:.0f} s")
+        previous = at
     print(
         f"{protocol}: {produced} records once in Delta and Parquet after 3 kills; {handed} handed to fn; "
-        f"pod exits {dict(Counter(p.returncode for p in pods.all))}"
+        f"pod exits {dict(Counter(p.returncode for p in pods.all))}; {', '.join(steps)}"
     )
