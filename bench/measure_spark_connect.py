@@ -7,9 +7,11 @@ Starts a Spark Connect server from PySpark's launch script (as the integration t
 hands the same batch of ``--records`` records (100 B values, keys, 6 partitions: the benchmark's) to
 Spark and writes it to the ``noop`` sink, once per way, interleaved:
 
-- ``arrow``: the runner's ``handoff="arrow"``: ``spark.createDataFrame(table)``; the table travels in
-  the plan (Arrow IPC inside a protobuf message over gRPC), and the server turns it into rows on its
-  driver;
+- ``arrow``: the runner's ``handoff="arrow"``: ``spark.createDataFrame(table)``; PySpark uploads a table
+  of ``spark.sql.session.localRelationCacheThreshold`` or more as Arrow IPC chunks (artifacts, hashed
+  with SHA-256) and the plan names them; the server turns them into rows on its driver;
+- ``arrow inline``: the same with that threshold raised for the call: the table travels inside the
+  plan (one protobuf message over gRPC);
 - ``parquet``: ``handoff="parquet"`` with ``handoff_dir`` a directory the server reads too (here the
   same disk): the table goes to a Parquet file and the server's executors read it.
 
@@ -67,7 +69,20 @@ class Phases:
         return result
 
 
-def one_batch(spark: Any, maker: FrameMaker, batch: Any, phases: Phases) -> None:
+CACHE_THRESHOLD = "spark.sql.session.localRelationCacheThreshold"
+
+
+def one_batch(spark: Any, maker: FrameMaker, batch: Any, phases: Phases, inline: bool = False) -> None:
+    if inline:  # the table goes inside the plan, not as cached artifacts uploaded first
+        spark.conf.set(CACHE_THRESHOLD, str(1 << 30))
+    try:
+        _one_batch(spark, maker, batch, phases)
+    finally:
+        if inline:
+            spark.conf.unset(CACHE_THRESHOLD)
+
+
+def _one_batch(spark: Any, maker: FrameMaker, batch: Any, phases: Phases) -> None:
     table = phases.measure("table", lambda: batches_to_table([batch]))
     df, cleanup = phases.measure("frame", lambda: maker(table))
     try:
@@ -85,11 +100,11 @@ def report(name: str, phases: Phases, records: int) -> None:
         total = [t + m for t, m in zip(total, med, strict=True)]
         walls = [r[0] for r in rows]
         print(
-            f"  {name:<8} {phase:<6} wall {med[0]:.3f} s [{min(walls):.3f}-{max(walls):.3f}]  "
+            f"  {name:<12} {phase:<6} wall {med[0]:.3f} s [{min(walls):.3f}-{max(walls):.3f}]  "
             f"pod CPU {med[1] * per_m:5.2f} s/M  server CPU {med[2] * per_m:5.2f} s/M"
         )
     print(
-        f"  {name:<8} total  wall {total[0]:.3f} s ({records / total[0]:,.0f} rows/s)  "
+        f"  {name:<12} total  wall {total[0]:.3f} s ({records / total[0]:,.0f} rows/s)  "
         f"pod CPU {total[1] * per_m:5.2f} s/M  server CPU {total[2] * per_m:5.2f} s/M"
     )
 
@@ -128,23 +143,26 @@ def main() -> None:
     from pyspark.sql import SparkSession
 
     batch = synthetic_batch(args.records)
+    table_bytes = batches_to_table([batch]).nbytes
     shared = tempfile.mkdtemp(prefix="measure-connect-handoff-")
     with SparkConnectServer(master=args.server_master, driver_memory="4g") as server:
         spark = SparkSession.builder.remote(server.url).getOrCreate()
         print(f"{os.cpu_count()} cores; Spark Connect server {spark.version} ({args.server_master})")
-        makers = {"arrow": FrameMaker(spark, "arrow"), "parquet": FrameMaker(spark, "parquet", shared)}
+        print(f"{CACHE_THRESHOLD} = {spark.conf.get(CACHE_THRESHOLD)}; the table: {table_bytes:,} bytes")
+        arrow = FrameMaker(spark, "arrow")
+        makers = {"arrow": arrow, "arrow inline": arrow, "parquet": FrameMaker(spark, "parquet", shared)}
         phases = {name: Phases(server.pid) for name in makers}
-        for maker in makers.values():  # warm-up: the first job of each kind compiles code
-            one_batch(spark, maker, batch, Phases(server.pid))
+        for name, maker in makers.items():  # warm-up: the first job of each kind compiles code
+            one_batch(spark, maker, batch, Phases(server.pid), inline=name == "arrow inline")
         for repeat in range(args.repeats):
             for name in makers if repeat % 2 == 0 else reversed(list(makers)):
-                one_batch(spark, makers[name], batch, phases[name])
+                one_batch(spark, makers[name], batch, phases[name], inline=name == "arrow inline")
         print(f"one batch of {args.records:,} records into the noop sink, median of {args.repeats}:")
         for name in makers:
             report(name, phases[name], args.records)
         if args.profile:
             profile_arrow(spark, makers["arrow"], batch, server.pid, Path(shared) / "server.jfr")
-        for maker in makers.values():
+        for maker in {id(m): m for m in makers.values()}.values():
             maker.close()
         spark.stop()
 
