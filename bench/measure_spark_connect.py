@@ -109,23 +109,47 @@ def report(name: str, phases: Phases, records: int) -> None:
     )
 
 
-def hottest(recording: Path, top: int = 25) -> None:
-    """The server's hottest methods (top frames of JFR's execution samples) while it took arrow batches."""
+# Where a server thread was: the first of these marks, in this order, found anywhere in its stack.
+STAGES = (
+    ("ArrowConverters", "Arrow IPC -> rows (driver)"),
+    ("UnsafeProjection", "Arrow IPC -> rows (driver)"),
+    ("ObjectOutputStream", "task serialisation (rows into tasks)"),
+    ("JavaSerializer", "task serialisation (rows into tasks)"),
+    ("ObjectInputStream", "task deserialisation (executors)"),
+    ("LocalTableScanExec", "local rows scan"),
+    ("RuleExecutor", "planning (analysis, optimisation)"),
+    ("QueryPlanner", "planning (analysis, optimisation)"),
+    ("SparkConnectPlanner", "Connect planner (proto -> plan)"),
+    ("io.grpc", "gRPC / protobuf"),
+    ("com.google.protobuf", "gRPC / protobuf"),
+    ("CodeGenerator", "code generation"),
+)
+
+
+def hottest(recording: Path, top: int = 15) -> None:
+    """The server's time by stage and its hottest methods, from JFR's execution samples."""
     out = subprocess.run(
-        ["jfr", "print", "--events", "jdk.ExecutionSample", "--stack-depth", "3", str(recording)],
+        ["jfr", "print", "--events", "jdk.ExecutionSample", "--stack-depth", "200", str(recording)],
         capture_output=True,
         text=True,
-        timeout=300,
+        timeout=600,
         check=True,
     ).stdout
     frames: Counter[str] = Counter()
+    stages: Counter[str] = Counter()
     samples = 0
     for block in out.split("jdk.ExecutionSample")[1:]:
-        lines = [line.strip() for line in block.splitlines() if "line:" in line]
-        if lines:
-            samples += 1
-            frames[lines[0].split("(")[0]] += 1
-    print(f"server JFR during the arrow writes: {samples} samples; hottest top frames:")
+        stack = [line.strip() for line in block.splitlines() if "line:" in line]
+        if not stack:
+            continue
+        samples += 1
+        frames[stack[0].split("(")[0]] += 1
+        stage = next((name for mark, name in STAGES if any(mark in frame for frame in stack)), "other")
+        stages[stage] += 1
+    print(f"server JFR during 5 arrow batches: {samples} samples, by stage:")
+    for stage, n in stages.most_common():
+        print(f"  {n / samples:6.1%}  {stage}")
+    print("hottest methods (the sample's own frame):")
     for frame, n in frames.most_common(top):
         print(f"  {n / samples:6.1%}  {frame}")
 
