@@ -7,11 +7,12 @@ Starts a Spark Connect server from PySpark's launch script (as the integration t
 hands the same batch of ``--records`` records (100 B values, keys, 6 partitions: the benchmark's) to
 Spark and writes it to the ``noop`` sink, once per way, interleaved:
 
-- ``arrow``: the runner's ``handoff="arrow"``: ``spark.createDataFrame(table)``; PySpark uploads a table
-  of ``spark.sql.session.localRelationCacheThreshold`` or more as Arrow IPC chunks (artifacts, hashed
-  with SHA-256) and the plan names them; the server turns them into rows on its driver;
-- ``arrow inline``: the same with that threshold raised for the call: the table travels inside the
-  plan (one protobuf message over gRPC);
+- ``arrow artifacts``: ``spark.createDataFrame(table)`` as PySpark does it with the server's
+  ``spark.sql.session.localRelationCacheThreshold`` (1 MiB in Spark 4.2): the table is uploaded first as
+  Arrow IPC chunks (artifacts, hashed with SHA-256) and the plan names them; the server turns them
+  into rows on its driver;
+- ``arrow inline``: the runner's ``handoff="arrow"``, which raises that threshold to 64 MiB for its
+  session: the table travels inside the plan (one protobuf message over gRPC);
 - ``parquet``: ``handoff="parquet"`` with ``handoff_dir`` a directory the server reads too (here the
   same disk): the table goes to a Parquet file and the server's executors read it.
 
@@ -24,7 +25,7 @@ and of the server JVM (``/proc``), per million records:
 - ``write``: ``df.write.format("noop").save()``: for ``arrow`` the plan with the table is serialised
   and sent, the server converts it and runs the job; for ``parquet`` the server reads the file.
 
-Prints the median of each phase and the totals. ``--profile`` then hands over five more ``arrow``
+Prints the median of each phase and the totals. ``--profile`` then hands over five more ``arrow inline``
 batches under a JFR recording of the server (its hottest methods, from ``jfr print --events
 jdk.ExecutionSample``) and cProfile of this process.
 """
@@ -72,14 +73,19 @@ class Phases:
 CACHE_THRESHOLD = "spark.sql.session.localRelationCacheThreshold"
 
 
-def one_batch(spark: Any, maker: FrameMaker, batch: Any, phases: Phases, inline: bool = False) -> None:
-    if inline:  # the table goes inside the plan, not as cached artifacts uploaded first
-        spark.conf.set(CACHE_THRESHOLD, str(1 << 30))
+def one_batch(
+    spark: Any, maker: FrameMaker, batch: Any, phases: Phases, threshold: str | None = None
+) -> None:
+    """One batch through ``maker``; ``threshold``: PySpark's cache threshold for this call only."""
+    if threshold is None:
+        _one_batch(spark, maker, batch, phases)
+        return
+    kept = spark.conf.get(CACHE_THRESHOLD)
+    spark.conf.set(CACHE_THRESHOLD, threshold)
     try:
         _one_batch(spark, maker, batch, phases)
     finally:
-        if inline:
-            spark.conf.unset(CACHE_THRESHOLD)
+        spark.conf.set(CACHE_THRESHOLD, kept)
 
 
 def _one_batch(spark: Any, maker: FrameMaker, batch: Any, phases: Phases) -> None:
@@ -100,11 +106,11 @@ def report(name: str, phases: Phases, records: int) -> None:
         total = [t + m for t, m in zip(total, med, strict=True)]
         walls = [r[0] for r in rows]
         print(
-            f"  {name:<12} {phase:<6} wall {med[0]:.3f} s [{min(walls):.3f}-{max(walls):.3f}]  "
+            f"  {name:<15} {phase:<6} wall {med[0]:.3f} s [{min(walls):.3f}-{max(walls):.3f}]  "
             f"pod CPU {med[1] * per_m:5.2f} s/M  server CPU {med[2] * per_m:5.2f} s/M"
         )
     print(
-        f"  {name:<12} total  wall {total[0]:.3f} s ({records / total[0]:,.0f} rows/s)  "
+        f"  {name:<15} total  wall {total[0]:.3f} s ({records / total[0]:,.0f} rows/s)  "
         f"pod CPU {total[1] * per_m:5.2f} s/M  server CPU {total[2] * per_m:5.2f} s/M"
     )
 
@@ -146,7 +152,7 @@ def hottest(recording: Path, top: int = 15) -> None:
         frames[stack[0].split("(")[0]] += 1
         stage = next((name for mark, name in STAGES if any(mark in frame for frame in stack)), "other")
         stages[stage] += 1
-    print(f"server JFR during 5 arrow batches: {samples} samples, by stage:")
+    print(f"server JFR during 5 arrow inline batches: {samples} samples, by stage:")
     for stage, n in stages.most_common():
         print(f"  {n / samples:6.1%}  {stage}")
     print("hottest methods (the sample's own frame):")
@@ -172,27 +178,34 @@ def main() -> None:
     with SparkConnectServer(master=args.server_master, driver_memory="4g") as server:
         spark = SparkSession.builder.remote(server.url).getOrCreate()
         print(f"{os.cpu_count()} cores; Spark Connect server {spark.version} ({args.server_master})")
-        print(f"{CACHE_THRESHOLD} = {spark.conf.get(CACHE_THRESHOLD)}; the table: {table_bytes:,} bytes")
-        arrow = FrameMaker(spark, "arrow")
-        makers = {"arrow": arrow, "arrow inline": arrow, "parquet": FrameMaker(spark, "parquet", shared)}
+        default = spark.conf.get(CACHE_THRESHOLD)
+        print(f"{CACHE_THRESHOLD}: the server's {default}; the table: {table_bytes:,} bytes")
+        arrow = FrameMaker(spark, "arrow")  # raises the session's threshold (the runner's way)
+        makers = {
+            "arrow artifacts": arrow,
+            "arrow inline": arrow,
+            "parquet": FrameMaker(spark, "parquet", shared),
+        }
+        thresholds = {"arrow artifacts": default}  # PySpark's way with the server's default
         phases = {name: Phases(server.pid) for name in makers}
         for name, maker in makers.items():  # warm-up: the first job of each kind compiles code
-            one_batch(spark, maker, batch, Phases(server.pid), inline=name == "arrow inline")
+            one_batch(spark, maker, batch, Phases(server.pid), thresholds.get(name))
         for repeat in range(args.repeats):
             for name in makers if repeat % 2 == 0 else reversed(list(makers)):
-                one_batch(spark, makers[name], batch, phases[name], inline=name == "arrow inline")
+                one_batch(spark, makers[name], batch, phases[name], thresholds.get(name))
         print(f"one batch of {args.records:,} records into the noop sink, median of {args.repeats}:")
         for name in makers:
             report(name, phases[name], args.records)
         if args.profile:
-            profile_arrow(spark, makers["arrow"], batch, server.pid, Path(shared) / "server.jfr")
+            profile_arrow(spark, arrow, batch, server.pid, Path(shared) / "server.jfr")
         for maker in {id(m): m for m in makers.values()}.values():
             maker.close()
         spark.stop()
 
 
 def profile_arrow(spark: Any, maker: FrameMaker, batch: Any, server_pid: int, recording: Path) -> None:
-    """Five more arrow batches under a JFR recording of the server and cProfile of this process."""
+    """Five more batches the runner's arrow way under a JFR recording of the server and cProfile of this
+    process."""
     import cProfile
     import pstats
 
@@ -207,7 +220,7 @@ def profile_arrow(spark: Any, maker: FrameMaker, batch: Any, server_pid: int, re
         check=True,
         capture_output=True,
     )
-    print("pod side (this process), 5 arrow batches, by own time:")
+    print("pod side (this process), 5 arrow inline batches, by own time:")
     pstats.Stats(profiler).sort_stats("tottime").print_stats(15)
     hottest(recording)
 
