@@ -28,10 +28,10 @@ from typing import Any
 import pytest
 from test_spark_exactly_once import delta_positions, parquet_positions
 
-from static_consumer.testing import ConsumerProcess, committed_offsets, produce
-from static_consumer.testing.group import shorten_consumer_session
-from static_consumer.testing.kafka_ops import high_watermarks
-from static_consumer.testing.processes import wait_until
+from static_consumer_lab import ConsumerProcess, committed_offsets, produce
+from static_consumer_lab.group import shorten_consumer_session
+from static_consumer_lab.kafka_ops import high_watermarks
+from static_consumer_lab.processes import wait_until
 
 PARTITIONS = 6
 SESSION_MS = 6_000
