@@ -13,7 +13,8 @@ Once per protocol, on the session broker, what users run (the command, its statu
 3. N shrinks 2 -> 1 on both pods: ``static-consumer scale-down --processes 1`` removes exactly the ids
    that went away, and the remaining workers consume every partition.
 
-Nothing produced is lost in any step.
+Nothing produced is lost in any step. A second test, once per protocol: a worker whose instance id
+another process holds exits 82, and the pool stops (exit 82) instead of restarting it.
 """
 
 from __future__ import annotations
