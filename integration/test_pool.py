@@ -13,7 +13,8 @@ Once per protocol, on the session broker, what users run (the command, its statu
 3. N shrinks 2 -> 1 on both pods: ``static-consumer scale-down --processes 1`` removes exactly the ids
    that went away, and the remaining workers consume every partition.
 
-Nothing produced is lost in any step.
+Nothing produced is lost in any step. A second test, once per protocol: a worker whose instance id
+another process holds exits 82, and the pool stops (exit 82) instead of restarting it.
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ from static_consumer_lab.group import CONSUMER_PROTOCOL_SESSION_MS, shorten_cons
 from static_consumer_lab.kafka_ops import committed_offsets, high_watermarks
 from static_consumer_lab.pods import PoolPod, event_time
 from static_consumer_lab.processes import wait_until
+from static_consumer_lab.producer import SteadyProducer
 from static_consumer_lab.specs import CLASSIC_DEFAULTS, for_protocol
 
 PARTITIONS = 8
@@ -94,6 +96,22 @@ def assigned_generations(pod: PoolPod, instance_id: str, since: float = 0.0) -> 
     ]
 
 
+def pool_settings(protocol: str, bootstrap: str, group: str, topic: str) -> dict[str, Any]:
+    """The pods' ConsumerSettings fields; a KIP-848 group gets the lab session (group override)."""
+    if protocol == "consumer":
+        shorten_consumer_session(bootstrap, group)
+    base = {
+        "bootstrap_servers": bootstrap,
+        "group_id": group,
+        "topics": topic,
+        "protocol": protocol,
+        "max_poll_interval_ms": 30000,
+        "connect_timeout_s": 10.0,
+        "shutdown_timeout_s": SHUTDOWN_S,
+    }
+    return for_protocol(protocol, CLASSIC_DEFAULTS, base)
+
+
 # Classic on the stock broker. KIP-848 on the lab broker: a crash there costs the group's session, the
 # stock 45 s (bench/bench_pool.py measures it); what this test shows does not depend on the length.
 LAB = pytest.mark.lab_broker("a KIP-848 crash costs the session; the restart's steps do not depend on it")
@@ -110,18 +128,7 @@ def test_pools_restart_crashed_workers_in_place_stop_on_sigterm_and_scale_down(
 ) -> None:
     bootstrap = kafka_cluster.bootstrap_servers
     topic, group = kafka_topic_factory(PARTITIONS), kafka_group_id_factory()
-    if protocol == "consumer":
-        shorten_consumer_session(bootstrap, group)
-    base = {
-        "bootstrap_servers": bootstrap,
-        "group_id": group,
-        "topics": topic,
-        "protocol": protocol,
-        "max_poll_interval_ms": 30000,
-        "connect_timeout_s": 10.0,
-        "shutdown_timeout_s": SHUTDOWN_S,
-    }
-    settings = for_protocol(protocol, CLASSIC_DEFAULTS, base)
+    settings = pool_settings(protocol, bootstrap, group, topic)
     a, b = (PoolPod(n, processes=2, settings=settings, workdir=tmp_path) for n in ("app-0", "app-1"))
     pods += [a, b]
     for pod in pods:
@@ -208,3 +215,70 @@ def test_pools_restart_crashed_workers_in_place_stop_on_sigterm_and_scale_down(
     wait_consumed(pods, topic, produced)
     for pod in pods:
         assert pod.stop(timeout_s=SHUTDOWN_S + 30) == 0, pod.describe()
+
+
+FENCE_BOUND_S = 10.0  # issue 3: a fenced member exits within 10 s (integration/test_static_fencing.py)
+
+
+@pytest.mark.parametrize("protocol", ["classic", pytest.param("consumer", marks=LAB)])
+def test_a_fenced_worker_stops_its_pool_with_82_instead_of_restarting_into_a_fight(
+    protocol: str,
+    kafka_cluster: KafkaCluster,
+    kafka_topic_factory: Callable[..., str],
+    kafka_group_id_factory: Callable[..., str],
+    pods: list[PoolPod],
+    tmp_path: Path,
+) -> None:
+    """Another process holds a pool worker's instance id (a stray copy of the pod): the worker exits 82,
+    the pool restarts nothing, stops its other worker cleanly and exits 82; the other process keeps going.
+
+    Which one ends differs by protocol (the core's rule, integration/test_static_fencing.py). Classic: the
+    newest joiner wins, so the pool runs first and the newcomer fences its worker app-0-1. KIP-848: the
+    member already in the group wins and a newcomer is refused, so only a pool that joins second can lose
+    a worker: the other process holds app-0-1 first and the pool's app-0-1 is the one turned away (82 once
+    the holder's commits prove it alive). A KIP-848 newcomer to a running pool just exits 82 itself; the
+    pool is not touched, which is the core's test, not the pool's.
+    """
+    bootstrap = kafka_cluster.bootstrap_servers
+    topic, group = kafka_topic_factory(PARTITIONS), kafka_group_id_factory()
+    settings = pool_settings(protocol, bootstrap, group, topic)
+    pool = PoolPod("app-0", processes=2, settings=settings, workdir=tmp_path)
+    # The README's single-process pod main with POD_NAME=app-0-1: instance id app-0-1, like pool worker 1.
+    other = PoolPod("app-0-1", processes=1, settings=settings, workdir=tmp_path, plain=True)
+    pods += [pool, other]
+    first, second = (pool, other) if protocol == "classic" else (other, pool)
+    with SteadyProducer(bootstrap, topic, rate_per_s=200, max_s=120) as producer:
+        first.start()
+        if first is pool:
+            pool.wait_ready()
+            wait_stable([pool], topic)
+        else:
+            wait_until(
+                lambda: len(other.batches()) >= 2, 60, lambda: f"app-0-1 consuming; {other.describe()}"
+            )
+        since, started = time.time(), time.monotonic()
+        second.start()
+        code = pool.wait(FENCE_BOUND_S + SHUTDOWN_S + SLACK_S + 10)
+        took = time.monotonic() - started
+        print(f"{protocol}: the pool exited {code} {took:.1f} s after the other process started")
+        assert code == 82, pool.describe()
+        assert took < FENCE_BOUND_S + SHUTDOWN_S + SLACK_S, "the pool outlived fence + shutdown bounds"
+        fenced, stayed = pool.workers()[1], pool.workers()[0]
+        assert (fenced["instance_id"], fenced["last_exit"], fenced["restarts"]) == ("app-0-1", 82, 0)
+        assert fenced["pid"] is None and fenced.get("restart_at") is None, "a restart was pending"
+        assert (stayed["instance_id"], stayed["last_exit"], stayed["restarts"]) == ("app-0-0", 0, 0)
+        if protocol == "classic":  # it had joined before ``since``: any join after it is a rejoin
+            joins = [
+                e for e in pool.events(since) if e["event"] == "joining" and e["instance_id"] == "app-0-1"
+            ]
+            assert joins == [], f"app-0-1 joined again: {joins}"
+        closed = {e["instance_id"]: e["left_group"] for e in pool.events(since) if e["event"] == "closed"}
+        assert closed.get("app-0-0") is False, f"app-0-0 did not close without leaving: {closed}"
+        # The other process was not disturbed into exiting: it still consumes its share.
+        handled = len(other.batches())
+        wait_until(
+            lambda: len(other.batches()) > handled, 30, lambda: f"app-0-1 consuming; {other.describe()}"
+        )
+        assert other.proc is not None and other.proc.poll() is None, other.describe()
+    assert producer.acked > 0
+    assert other.stop(timeout_s=SHUTDOWN_S + 30) == 0, other.describe()
