@@ -29,7 +29,7 @@ def docker_compose_command() -> str:
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     if metafunc.definition.get_closest_marker("both_backends") and "kafka_cluster" in metafunc.fixturenames:
-        metafunc.parametrize("kafka_cluster", ["default", "container"], indirect=True, scope="session")
+        metafunc.parametrize("kafka_cluster", ["default", "container"], indirect=True)
 
 
 def _on_container(item: pytest.Item) -> bool:
