@@ -299,13 +299,13 @@ OUTAGE_S = 6.0  # plus the broker's own start-up: well below SESSION_MS either w
 def lone_broker(
     request: pytest.FixtureRequest, kafka_jvm_cluster_factory: Callable[..., JvmKafkaCluster]
 ) -> Iterator[Restartable]:
-    """A one-node lab cluster (as the 3-node cluster above) of the test's own on the JVM; on the
-    container, the session's lab container (stopped and started by the test, started again here if the
-    test failed with it down)."""
+    """A one-node stock cluster of the test's own on the JVM (classic members with a 30 s session: the
+    stock bounds hold it); on the container, the session's stock container (stopped and started by the
+    test, started again here if the test failed with it down)."""
     if request.param == "jvm":
-        yield kafka_jvm_cluster_factory(1, profile="lab")
+        yield kafka_jvm_cluster_factory(1)
         return
-    cluster: ContainerKafkaCluster = request.getfixturevalue("kafka_container_lab_cluster")
+    cluster: ContainerKafkaCluster = request.getfixturevalue("kafka_container_cluster")
     yield cluster
     cluster.start_node(1)
 
