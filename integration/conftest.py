@@ -8,8 +8,10 @@ tail. Under CI=true a skipped test, or a module skipped while being collected, f
 Tests marked ``both_backends`` run twice: ``[default]`` on the session broker (the JVM harness in CI)
 and ``[container]`` on the broker from the locally built image (``kafka_container_cluster``):
 ``pytest -k container`` runs that subset; ``both_backends(container_protocols=("classic",))`` keeps
-one protocol of a slow scenario on the container. Without a Docker engine and a compose command the
-``[container]`` variants skip, which fails a CI run like any other skip.
+one protocol of a slow scenario on the container. When the container can run, a scenario that runs
+there (same test, same protocol) does not run again on the default broker: once per protocol, on the
+container, and the rest of the suite on the default broker. Without a Docker engine and a compose
+command the ``[container]`` variants skip, which fails a CI run like any other skip.
 """
 
 from __future__ import annotations
@@ -55,8 +57,29 @@ def _left_out(item: pytest.Item) -> bool:
     return only is not None and _on_container(item) and protocol not in only
 
 
+BACKEND_PARAMETERS = ("kafka_cluster", "lone_broker")  # the parameters that say where a scenario runs
+
+
+def _scenario(item: pytest.Item) -> tuple[str, tuple[tuple[str, str], ...]]:
+    """The test and its parameters other than the backend: the same scenario on either backend."""
+    callspec = getattr(item, "callspec", None)
+    params = callspec.params if callspec is not None else {}
+    others = tuple(sorted((k, str(v)) for k, v in params.items() if k not in BACKEND_PARAMETERS))
+    return item.nodeid.split("[", 1)[0], others
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     left_out = [item for item in items if _left_out(item)]
+    if any(_on_container(item) for item in items) and _container_unavailable() is None:
+        on_container = {_scenario(item) for item in items if _on_container(item) and item not in left_out}
+        left_out += [
+            item
+            for item in items
+            if getattr(item, "callspec", None) is not None
+            and not _on_container(item)
+            and any(k in item.callspec.params for k in BACKEND_PARAMETERS)
+            and _scenario(item) in on_container
+        ]
     if left_out:
         config.hook.pytest_deselected(items=left_out)
         items[:] = [item for item in items if item not in left_out]
