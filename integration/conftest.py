@@ -70,15 +70,17 @@ def _scenario(item: pytest.Item) -> tuple[str, tuple[tuple[str, str], ...]]:
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     left_out = [item for item in items if _left_out(item)]
-    if any(_on_container(item) for item in items) and _container_unavailable() is None:
-        on_container = {_scenario(item) for item in items if _on_container(item) and item not in left_out}
+    # Asked once: `docker info` and the compose probe are subprocesses.
+    missing = _container_unavailable() if any(_on_container(item) for item in items) else None
+    if missing is None:
+        scenarios = {_scenario(item) for item in items if _on_container(item) and item not in left_out}
         left_out += [
             item
             for item in items
             if getattr(item, "callspec", None) is not None
             and not _on_container(item)
             and any(k in item.callspec.params for k in BACKEND_PARAMETERS)
-            and _scenario(item) in on_container
+            and _scenario(item) in scenarios
         ]
     if left_out:
         config.hook.pytest_deselected(items=left_out)
@@ -87,9 +89,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         if "integration" in str(item.fspath):
             item.add_marker(pytest.mark.integration)
             item.add_marker(pytest.mark.timeout(600))
-    on_container = [item for item in items if _on_container(item)]
-    missing = _container_unavailable() if on_container else None
-    for item in on_container if missing else []:
+    for item in [item for item in items if _on_container(item)] if missing else []:
         item.add_marker(pytest.mark.skip(reason=f"the container backend needs what is missing: {missing}"))
 
 
