@@ -87,6 +87,8 @@ def test_the_configmap_is_a_valid_configuration(monkeypatch: pytest.MonkeyPatch)
         monkeypatch.setenv(key, value)
     settings = ConsumerSettings.load()
     assert settings.static_policy == "require" and settings.topics == ("orders",)
+    # restartPolicy: Always restarts an exit 82, so a duplicate stands by instead (docs/kubernetes.md)
+    assert settings.duplicate_policy == "wait"
     assert (
         settings.expected_restart_ms is not None
         and settings.session_timeout_ms >= settings.expected_restart_ms
@@ -278,6 +280,7 @@ def test_a_secured_statefulset_is_a_valid_configuration_for_its_app(
     protocol, mechanism, _ = SECURE_KITS[name]
     assert (settings.security_protocol, settings.sasl_mechanism) == (protocol, mechanism)
     assert settings.ssl_endpoint_identification and settings.static_policy == "require"
+    assert settings.duplicate_policy == "wait"
     if mechanism == "OAUTHBEARER":
         tokens = settings.sasl_oauth_token_provider
         assert tokens is not None and type(tokens).__name__ == "ClientCredentialsTokens"
