@@ -20,8 +20,9 @@ records acknowledged more than 10 s before the end neither pod handled (lost). B
 ``duplicate_policy`` existed, a run without ``--policies`` measured the library's only behaviour (what
 ``exit`` keeps).
 
-The broker is the test harness's JVM broker with Kafka's default group sessions (45 s, KIP-848 heartbeat
-5 s, classic heartbeat the library's 3 s); lab settings: no initial rebalance delay, 1 s minimum session.
+The broker is the test harness's JVM broker with the ``stock`` profile: Apache Kafka's default group
+settings (KIP-848 session 45 s and heartbeat 5 s, classic minimum session 6 s, initial rebalance delay 3 s;
+classic heartbeat the library's 3 s).
 """
 
 from __future__ import annotations
