@@ -25,6 +25,7 @@ from static_consumer._core import ownership
 from static_consumer._core.join import JoinPlan, Prober, probe_broker
 from static_consumer._core.membership import remove_static_member
 from static_consumer._core.modes import mode_for
+from static_consumer._core.offsets import CommitFlight
 from static_consumer._core.ownership import Commitable
 from static_consumer._core.poll import accept, after_client_call, hand_out, handle_error, take_buffered
 from static_consumer._core.rejoin import open_group_watch
@@ -234,9 +235,21 @@ class StaticConsumer:
         self._require_usable()
         ownership.mark(self._session, record)
 
-    def commit(self, what: Commitable = None, *, asynchronous: bool = False) -> dict[TopicPartition, int]:
+    def commit(self, what: Commitable = None, *, asynchronous: bool = True) -> dict[TopicPartition, int]:
         """Commit processed offsets (``what`` None), a record, records or a RecordBatch (marked
-        processed first), or explicit next-offsets. Returns the offsets sent. Never commits after a fence."""
+        processed first), or explicit next-offsets. Never commits after a fence.
+
+        By default the commit does not wait for the broker. It returns the offsets it committed: sent
+        now, or, while the commit before is still in flight, sent as soon as that one ended (together
+        with whatever else was processed by then; at most one commit is in flight, so offsets never go
+        backwards). A failure is raised by a later call: the next ``commit()`` raises a refused or
+        retriable one as a synchronous commit would (``CommitFailedError``, ``RetriableError``), the next
+        ``poll()``/``consume()`` a fence. A revoke, ``close()`` and ``leave_group()`` wait for the commit
+        in flight and commit what is left synchronously, so a clean close leaves everything processed
+        committed. An empty dict: nothing new to commit.
+
+        ``asynchronous=False`` waits: for the commit in flight, then for the broker's answer to this
+        one. It returns the offsets the broker accepted and raises for a refused commit."""
         self._require_usable()
         return ownership.commit(self._session, what, asynchronous=asynchronous)
 
@@ -265,17 +278,19 @@ class StaticConsumer:
         left = False
         if s.usable and s.state is not State.CLOSING:
             s.move(State.CLOSING)  # the last commit, the revoke callbacks and leaving run in CLOSING
+        bound = s.settings.shutdown_timeout_s if timeout_s is None else timeout_s
         try:
-            ownership.commit_quietly(s, None, "processed offsets on close")
+            # After the commit in flight (waited for within the bound), synchronously.
+            ownership.commit_quietly(s, None, "processed offsets on close", wait_s=bound)
             # Still usable while closing: the revoke callback that close() runs commits what a listener
             # marked processed in on_revoked.
-            bound = s.settings.shutdown_timeout_s if timeout_s is None else timeout_s
             left = s.mode.close(s, adapter, leave=leave, timeout_s=bound)
             return left
         finally:
             s.move(State.CLOSED)
             s.adapter = None
             s.offsets.clear()
+            s.commits = CommitFlight()
             s.dispatch.emit(Closed(**s.event_fields(), left_group=left))
             log.info("closed (left group: %s)", left)
             s.dispatch.raise_pending()

@@ -30,14 +30,16 @@ Facts this module relies on (librdkafka 2.16 against Kafka 4.3, checked on a rea
 from __future__ import annotations
 
 import logging
+import queue
 import re
 import struct
-from collections.abc import Iterable, Mapping, Sequence
+import threading
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, cast
 
 import confluent_kafka
 
-from static_consumer._core.seam import AdapterError, PollError, RebalanceCallback
+from static_consumer._core.seam import AdapterError, CommitResult, PollError, RebalanceCallback
 from static_consumer._kafka.codes import FATAL, FENCED_INSTANCE_ID, GROUP_ID_NOT_FOUND, UNRELEASED_INSTANCE_ID
 from static_consumer._records import wrap, wrap_one
 from static_consumer.settings._config import ConfigValue
@@ -187,6 +189,7 @@ class ConfluentAdapter:
         # messages of the old one until its rebalance runs.
         self._sources: set[str] = set()
         self._topic: str | None = None
+        self._committer: _Committer | None = None  # made with the first begin_commit
 
     def _reading(self, topics: Iterable[str]) -> None:
         self._sources.update(topics)
@@ -260,26 +263,27 @@ class ConfluentAdapter:
     def consume_batch(self, max_records: int, timeout: float) -> RecordBatch | list[Record | PollError]:
         return _convert(self._consumer.consume(max_records, timeout), self._topic)
 
-    def commit(self, offsets: Mapping[TopicPartition, int] | None, *, asynchronous: bool = False) -> None:
-        parts = None
-        if offsets is not None:
-            parts = [confluent_kafka.TopicPartition(tp.topic, tp.partition, o) for tp, o in offsets.items()]
+    def commit(self, offsets: Mapping[TopicPartition, int] | None) -> None:
         try:
-            if asynchronous:
-                if parts is None:
-                    self._consumer.commit(asynchronous=True)
-                else:
-                    self._consumer.commit(offsets=parts, asynchronous=True)
-                return
-            if parts is None:
+            if offsets is None:
                 result = self._consumer.commit(asynchronous=False)
             else:
+                new = confluent_kafka.TopicPartition
+                parts = [new(tp.topic, tp.partition, offset) for tp, offset in offsets.items()]
                 result = self._consumer.commit(offsets=parts, asynchronous=False)
         except confluent_kafka.KafkaException as exc:
             raise _raise(exc) from None
         for part in result:
             if part.error is not None:
                 raise AdapterError(poll_error(part.error))
+
+    def begin_commit(self, offsets: Mapping[TopicPartition, int]) -> None:
+        if self._committer is None:
+            self._committer = _Committer(self.commit)
+        self._committer.begin(offsets)
+
+    def commit_result(self, wait_s: float = 0.0) -> CommitResult | None:
+        return None if self._committer is None else self._committer.result(wait_s)
 
     def committed(
         self, partitions: Sequence[TopicPartition], timeout: float
@@ -320,7 +324,62 @@ class ConfluentAdapter:
         self._consumer.unsubscribe()
 
     def close(self) -> None:
+        if self._committer is not None:
+            self._committer.stop()  # before the client goes: its commit must not outlive it
         self._consumer.close()
+
+
+class _Committer:
+    """Commits on a thread of its own, one at a time, so the consuming thread does not wait for the
+    broker (``begin_commit``).
+
+    Why a thread and not librdkafka's ``commit(asynchronous=True)``: an asynchronous commit reports to
+    the consumer's queue, which only ``poll()``/``consume()`` serve, so nothing could wait for it inside a
+    rebalance callback or before ``close()``, where the core must know that the commit in flight ended
+    before it commits synchronously. And librdkafka retries a failed OffsetCommit request by itself
+    (``rd_kafka_handle_OffsetCommit``, rdkafka_request.c), so of two commits in flight the older one can
+    land last: offsets backwards. Here a commit is librdkafka's synchronous one, made on this thread while
+    the consuming thread goes on, and the core begins the next only after it read this one's result.
+    """
+
+    def __init__(self, commit: Callable[[Mapping[TopicPartition, int]], None]) -> None:
+        self._commit = commit
+        self._jobs: queue.SimpleQueue[Mapping[TopicPartition, int] | None] = queue.SimpleQueue()
+        self._running = threading.Lock()  # held from begin() until the commit's result is set
+        self._result: CommitResult | None = None
+        self._thread = threading.Thread(target=self._work, name="static-consumer-commit", daemon=True)
+        self._thread.start()
+
+    def begin(self, offsets: Mapping[TopicPartition, int]) -> None:
+        self._running.acquire()
+        self._result = None
+        self._jobs.put(offsets)
+
+    def result(self, wait_s: float) -> CommitResult | None:
+        result = self._result
+        if result is None and wait_s > 0 and self._running.acquire(timeout=wait_s):
+            self._running.release()
+            result = self._result
+        if result is not None:
+            self._result = None  # read once
+        return result
+
+    def _work(self) -> None:
+        while (offsets := self._jobs.get()) is not None:
+            error = None
+            try:
+                self._commit(offsets)
+            except AdapterError as exc:
+                error = exc.error
+            except Exception as exc:  # noqa: BLE001 - e.g. RuntimeError from a closed client: a result too
+                error = PollError(-1, "UNKNOWN", f"commit failed: {exc!r}", fatal=False, retriable=False)
+            self._result = CommitResult(offsets, error)
+            self._running.release()
+
+    def stop(self) -> None:
+        """End the thread once the commit under way (if any) ended."""
+        self._jobs.put(None)
+        self._thread.join()
 
 
 __all__ = ["LIBRDKAFKA_LOGGER", "ConfluentAdapter", "parse_generation", "poll_error"]

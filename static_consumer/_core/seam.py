@@ -51,6 +51,15 @@ class AdapterError(Exception):
         self.error = error
 
 
+@dataclass(frozen=True, slots=True)
+class CommitResult:
+    """How a commit begun with :meth:`ConsumerAdapter.begin_commit` ended: ``error`` None when the broker
+    accepted ``offsets``."""
+
+    offsets: Mapping[TopicPartition, int]
+    error: PollError | None
+
+
 class ConsumerAdapter(Protocol):
     """What the consumer core needs from a Kafka consumer client."""
 
@@ -91,7 +100,19 @@ class ConsumerAdapter(Protocol):
         """Like :meth:`consume`, as a :class:`RecordBatch` when every message is a plain record."""
         ...
 
-    def commit(self, offsets: Mapping[TopicPartition, int] | None, *, asynchronous: bool = False) -> None: ...
+    def commit(self, offsets: Mapping[TopicPartition, int] | None) -> None:
+        """Commit ``offsets`` (None: the client's own positions) and wait for the broker's answer."""
+        ...
+
+    def begin_commit(self, offsets: Mapping[TopicPartition, int]) -> None:
+        """Start committing ``offsets`` without waiting for the broker. The core begins one only after it
+        read the result of the one before (:meth:`commit_result`): at most one is ever in flight."""
+        ...
+
+    def commit_result(self, wait_s: float = 0.0) -> CommitResult | None:
+        """The result of the commit begun last, once it ended (waiting up to ``wait_s`` for it), read
+        once; None while it is still under way, and when none is."""
+        ...
 
     def committed(
         self, partitions: Sequence[TopicPartition], timeout: float
@@ -170,6 +191,7 @@ def close_bounded(adapter: ConsumerAdapter, timeout_s: float, log: logging.Logge
 
 __all__ = [
     "AdapterError",
+    "CommitResult",
     "ConsumerAdapter",
     "GroupWatch",
     "GroupWatchFactory",

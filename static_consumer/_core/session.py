@@ -19,7 +19,7 @@ from enum import Enum
 from typing import TYPE_CHECKING, Any, Protocol
 
 from static_consumer._core.join import JoinPlan, Prober, build_client
-from static_consumer._core.offsets import OffsetTracker
+from static_consumer._core.offsets import CommitFlight, OffsetTracker
 from static_consumer._core.seam import ConsumerAdapter, GroupWatchFactory, PollError
 from static_consumer._security.oauth import TokenSource, token_source
 from static_consumer.events import Dispatcher
@@ -252,6 +252,7 @@ class Session:
         self.plan: JoinPlan | None = None
         self.adapter: ConsumerAdapter | None = None
         self.offsets = OffsetTracker()
+        self.commits = CommitFlight()  # the commit that does not wait (_core/ownership.py)
         self.buffer: deque[Record] = deque()  # records handed back after a listener raised
         self.stall = StallWatch()
         self.error_log = RateLimiter(30.0, clock)
@@ -273,6 +274,7 @@ class Session:
         self.move(to)
         self.error = error
         self.offsets.clear()
+        self.commits = CommitFlight()
         self.buffer.clear()
         return error
 
