@@ -12,13 +12,14 @@ import time
 from collections.abc import Mapping
 
 import pytest
-from fakes import FENCED, TRANSPORT_ERROR, Assign, Lose, Revoke, rec, tp
+from fakes import FENCED, TRANSPORT_ERROR, Assign, FakeClock, Lose, Revoke, rec, tp
 from test_consumer_unit import consumer
 
 from static_consumer._core.confluent import _Committer
 from static_consumer._core.seam import AdapterError, PollError
 from static_consumer.consumer import State
 from static_consumer.errors import CommitFailedError, FencedInstanceError, RetriableError
+from static_consumer.events import Fenced
 from static_consumer.types import TopicPartition
 
 REBALANCING = PollError(27, "REBALANCE_IN_PROGRESS", "Broker: Group rebalance in progress", False, False)
@@ -165,6 +166,38 @@ def test_a_commit_that_never_ends_keeps_the_synchronous_ones_from_overtaking_it(
     c.close(timeout_s=0.01)
     assert adapter.commits == []  # close did not commit past the stuck one
     assert "not committing processed offsets on close" in caplog.text
+
+
+def test_a_commit_longer_than_the_stall_threshold_after_the_last_call_waits_for_the_broker() -> None:
+    clock = FakeClock()
+    c, factory, _ = consumer([Assign((tp(0),)), rec(0, 1), rec(0, 2)], clock=clock)
+    with c:
+        adapter = factory.last
+        adapter.hold_commits = True
+        c.commit(c.consume(1, 0.1))
+        adapter.end_commit()
+        batch = c.consume(1, 0.1)
+        clock.advance(30.0)  # a handler that blocked far past the threshold (half the session at most)
+        adapter.commit_failures.append(REBALANCING)
+        with pytest.raises(CommitFailedError):  # the partitions may have moved: said by this commit
+            c.commit(batch)
+        assert adapter.begun == [{tp(0): 2}]  # not begun: committed synchronously, and refused
+
+
+def test_a_commit_refused_as_fenced_by_the_clients_own_lost_session_is_refused_by_the_next_commit() -> None:
+    c, factory, recorder = consumer([Assign((tp(0),)), rec(0, 1), None], [Assign((tp(0),)), rec(0, 1)])
+    with c:
+        first = factory.last
+        first.hold_commits = True
+        c.commit(c.consume(1, 0.1))
+        first.member = None  # librdkafka's local session timeout reset the member id
+        first.commit_failures.append(FENCED)
+        first.end_commit()
+        assert c.consume(1, 0.1) == []  # the poll path replaced the client instead of dying
+        assert len(factory.adapters) == 2 and recorder.of(Fenced) == []
+        with pytest.raises(CommitFailedError, match=r"t\[0\]@2"):
+            c.commit()
+        assert [r.offset for r in c.consume(1, 0.1)] == [1]  # redelivered by the new client
 
 
 # -- the real client's committer: a thread of its own, one commit at a time --------------------------------

@@ -11,6 +11,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 from static_consumer._core.seam import PollError
+from static_consumer.errors import StaticConsumerError
 from static_consumer.types import Record, TopicPartition, records_highest_offsets
 
 
@@ -113,7 +114,8 @@ class CommitFlight:
 
     At most one is in flight: a commit asked for meanwhile is ``owed`` and sent, with every offset
     processed by then, once the one in flight ended. ``failed``: a commit that ended in a failure the
-    next ``commit()`` raises (the poll path raises a fatal one at once).
+    next ``commit()`` raises (the poll path raises a fatal one at once; ``refusal`` when the client was
+    replaced instead, after it lost its own session).
     """
 
     sent: Mapping[TopicPartition, int] | None = None  # the offsets of the commit in flight
@@ -121,6 +123,7 @@ class CommitFlight:
     client: object = None  # the client it was sent through (a replaced client takes its commit along)
     owed: bool = False
     failed: tuple[PollError, Mapping[TopicPartition, int]] | None = None
+    refusal: StaticConsumerError | None = None  # a fatal failure the client recovered from: refused
 
 
 __all__ = ["CommitFlight", "OffsetTracker"]

@@ -93,15 +93,20 @@ def commit(session: Session, what: Commitable, *, asynchronous: bool) -> dict[To
     else:
         _ignored(session.offsets.mark_all([what] if isinstance(what, Record) else what or ()))
     flight = session.commits
+    if asynchronous and _after_a_stall(session):
+        asynchronous = False  # the member may have lost its partitions meanwhile: its answer, now
     if (not asynchronous or explicit) and not barrier(session, _settle_bound(session)):
         raise RetriableError(
             f"a commit sent earlier has not ended within {_settle_bound(session):.0f} s; try again"
         )
+    refusal, flight.refusal = flight.refusal, None
     if asynchronous:
         settle(session)
         failed, flight.failed = flight.failed, None
         if failed is not None:
             _raise_failure(session, *failed)
+        if refusal is not None:
+            raise refusal
     else:
         flight.failed = None  # this commit sends those offsets again and reports its own outcome
     if not explicit:
@@ -159,9 +164,11 @@ def pump(session: Session) -> None:
     if flight.sent is not None:
         settle(session)
     if flight.failed is not None and flight.failed[0].fatal:  # ended here or in a callback's barrier
-        error, _offsets = flight.failed
+        error, offsets = flight.failed
         flight.failed = None
         recover_or_die(session, error, _no_other_errors)
+        # The client was replaced (it had lost its own session): the next commit() says it was refused.
+        flight.refusal = session.mode.commit_error(scrubbed(session.settings, error), offsets)
     if flight.owed and flight.sent is None and session.usable and session.adapter is not None:
         flight.owed = False
         offsets = session.offsets.pending()
@@ -190,6 +197,14 @@ def _raise_failure(session: Session, error: PollError, offsets: Mapping[TopicPar
         # were reported lost and this commit is simply refused.
         recover_or_die(session, error, _no_other_errors)
     raise session.mode.commit_error(scrubbed(session.settings, error), offsets) from None
+
+
+def _after_a_stall(session: Session) -> bool:
+    """Whether this commit comes longer than the stall guard's threshold after the last client call
+    returned (a handler that blocked, a paused process): then it waits for the broker, so that a refusal
+    (the partitions moved meanwhile) is raised by this commit rather than the next."""
+    watch = session.stall
+    return watch.threshold_s is not None and session.clock() - watch.last_return > watch.threshold_s
 
 
 def _settle_bound(session: Session) -> float:
