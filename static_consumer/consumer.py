@@ -86,13 +86,17 @@ class StaticConsumer:
     # -- lifecycle -----------------------------------------------------------------------------------
 
     def start(self) -> StaticConsumer:
-        """Resolve the identity, run the capability gate, then create the client and join the group."""
+        """Resolve the identity, run the capability gate (while the client connects), then join the group."""
         s = self._session
         if s.state is not State.NEW:
             self._require_usable()
             return self
-        s.plan = s.mode.plan(s.settings, s.env, s.probe)
-        s.mode.join(s)
+        try:
+            # The client is built while the gate runs (Session.connect); it subscribes only in join().
+            s.plan = s.mode.plan(s.settings, s.env, s.probe, s.connect)
+            s.mode.join(s)
+        finally:
+            s.drop_early()  # a gate that refused (or a plan with another config) leaves it unused
         return self
 
     def __enter__(self) -> StaticConsumer:
