@@ -28,8 +28,7 @@ from static_consumer._core.modes import mode_for
 from static_consumer._core.offsets import CommitFlight
 from static_consumer._core.ownership import Commitable
 from static_consumer._core.poll import accept, after_client_call, hand_out, handle_error, take_buffered
-from static_consumer._core.rejoin import open_group_watch
-from static_consumer._core.seam import ConsumerAdapter, GroupWatchFactory, PollError
+from static_consumer._core.seam import ConsumerAdapter, GroupWatch, GroupWatchFactory, PollError
 from static_consumer._core.session import AdapterFactory, MemberRemover, Session, State, Status
 from static_consumer._core.stall import guard
 from static_consumer.errors import ConsumerClosedError
@@ -39,6 +38,13 @@ from static_consumer.settings._config import ConfigValue
 from static_consumer.types import Record, RecordBatch, RecordList, TopicPartition
 
 log = logging.getLogger(__name__)
+
+
+def _open_group_watch(settings: ConsumerSettings) -> GroupWatch:
+    """The default group watch, for a refused KIP-848 join only: its module is loaded then."""
+    from static_consumer._core.rejoin import open_group_watch
+
+    return open_group_watch(settings)
 
 
 def _confluent_adapter(config: dict[str, ConfigValue]) -> ConsumerAdapter:
@@ -77,7 +83,7 @@ class StaticConsumer:
             adapter_factory=adapter_factory or _confluent_adapter,
             probe=probe or probe_broker,
             remove_member=remove_member or remove_static_member,
-            group_watch=group_watch or open_group_watch,
+            group_watch=group_watch or _open_group_watch,
             stop=stop,
             sleep=sleep or stop.wait,  # interruptible by stop(), e.g. from a SIGTERM handler
             clock=clock,

@@ -22,7 +22,6 @@ from typing import ClassVar
 from static_consumer._core import ownership
 from static_consumer._core.failures import commit_error, protocol_mismatch_error
 from static_consumer._core.join import Connect, JoinPlan, Prober, held_lookup, plan_membership
-from static_consumer._core.rejoin import wait_for_release
 from static_consumer._core.seam import AdapterError, ConsumerAdapter, PollError, close_bounded
 from static_consumer._core.session import Session, State
 from static_consumer._core.stall import UNKNOWN_SESSION_MS, threshold_s
@@ -214,6 +213,8 @@ class ConsumerMode(GroupMode):
             # Only a static member that was never assigned waits: afterwards the same refusal means that
             # another process took the id while this one was away, which is fencing.
             return False
+        from static_consumer._core.rejoin import wait_for_release  # only a refused join waits: loaded then
+
         wait_for_release(session, error, partial(self._replace_client, session), handle)
         return True
 

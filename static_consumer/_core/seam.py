@@ -14,12 +14,14 @@ import logging
 import threading
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from static_consumer._kafka.codes import ErrorKind, classify
-from static_consumer._kafka.groups import GroupDescription
 from static_consumer.settings import ConsumerSettings
 from static_consumer.types import Record, RecordBatch, TopicPartition
+
+if TYPE_CHECKING:
+    from static_consumer._kafka.groups import GroupDescription
 
 RebalanceCallback = Callable[[list[TopicPartition]], None]
 
