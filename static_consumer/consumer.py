@@ -193,7 +193,7 @@ class StaticConsumer:
     def consume(self, max_records: int = 500, timeout: float = 1.0) -> list[Record]:
         """Up to ``max_records`` records within ``timeout``; same errors as :meth:`poll`."""
         adapter, s = self._require_usable(), self._session
-        records = take_buffered(s, max_records)
+        records = take_buffered(s, max_records) if s.buffer else []
         if len(records) < max_records:
             items = adapter.consume(max_records - len(records), 0.0 if records else timeout)
             after_client_call(s, adapter)

@@ -29,7 +29,8 @@ def after_client_call(session: Session, adapter: ConsumerAdapter) -> None:
     session.mode.on_poll(session, adapter)
     for error in adapter.take_errors():
         handle_error(session, error)
-    check_token(session)  # OAUTHBEARER: the last token expired while the provider kept failing
+    if session.tokens is not None:
+        check_token(session)  # OAUTHBEARER: the last token expired while the provider kept failing
     commits = session.commits
     if commits.sent is not None or commits.owed or commits.failed is not None:
         pump(session)
