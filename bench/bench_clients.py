@@ -160,13 +160,13 @@ def main() -> None:
     parser.add_argument("--cells", default=cells, help="compression:bytes[:records]")
     parser.add_argument("--passes", type=int, default=3)
     parser.add_argument("--restarts", type=int, default=5)
-    parser.add_argument("--clients", default=",".join(CLIENTS))
+    parser.add_argument("--clients", default=";".join(CLIENTS), help="names separated by ';'")
     parser.add_argument("--quick", action="store_true", help="a smoke run: 5,000 records, 1 pass, 1 restart")
     args = parser.parse_args()
     if args.quick:
         args.records, args.passes, args.restarts = 5000, 1, 1
         print("smoke run (--quick): checks the clients run; its numbers mean nothing")
-    clients = args.clients.split(",")
+    clients = [name.strip() for name in args.clients.split(";")]
     unknown = set(clients) - set(CLIENTS)
     if unknown:
         parser.error(f"unknown clients {sorted(unknown)}; known: {', '.join(CLIENTS)}")
