@@ -4,7 +4,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test unit unit-pure-python integration lint typecheck docs clean
+.PHONY: demo test unit unit-pure-python integration container-test image lint typecheck docs clean
 
 # setup.py and the C source too: an editable install builds static_consumer/_records/native.c once, in place.
 # Both distributions of this repository in one pip command, so the lab (static-consumer-lab: the harness,
@@ -28,7 +28,7 @@ typecheck: $(STAMP)
 # ("no tests collected") is a failure here: a suite that runs nothing proves nothing.
 test: lint typecheck
 	@mkdir -p out
-	$(BIN)/pytest tests integration -p no:cacheprovider --junitxml=out/junit.xml; rc=$$?; \
+	$(BIN)/pytest tests integration -p no:cacheprovider --durations=25 --junitxml=out/junit.xml; rc=$$?; \
 	  if [ $$rc -eq 5 ]; then echo "pytest collected no tests (exit 5): failing"; exit 1; fi; exit $$rc
 	$(MAKE) unit-pure-python
 
@@ -45,6 +45,15 @@ unit: $(STAMP)
 
 integration: $(STAMP)
 	$(BIN)/pytest integration
+
+# The Kafka image of the container backend (docs/testing.md): built once per Kafka version and recipe.
+image: $(STAMP)
+	$(BIN)/python -m static_consumer_lab.kafka_image build
+
+# The integration tests' [container] variants only, on that image (needs a Docker engine and compose).
+container-test: $(STAMP)
+	@mkdir -p out
+	$(BIN)/pytest integration -k container -p no:cacheprovider --junitxml=out/junit-container.xml
 
 docs: $(STAMP)
 	$(BIN)/python -m static_consumer.settings._docgen > docs/configuration.md

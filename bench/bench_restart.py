@@ -1,15 +1,18 @@
 """What a crash, a clean restart and a duplicate process cost a static member, under each group protocol.
 
-    python bench/bench_restart.py [--kills 6] [--closes 4] [--duplicates 3] [--session-s 30]
-                                  [--group-session-s S] [--protocols classic,consumer]
+    python bench/bench_restart.py [--kills 6] [--closes 4] [--duplicates 3] [--session-s 45]
+                                  [--group-session-s S] [--profile stock|lab] [--protocols classic,consumer]
                                   [--scenarios kill,close,duplicate,idle] [--burn N] [--json PATH]
 
-Starts one Apache Kafka broker on the JVM (the test harness) whose KIP-848 session is ``--session-s``
-(``group.consumer.session.timeout.ms``; the heartbeat interval stays at Kafka's 5 s default, as a new
-user would run it) and StaticConsumer child processes (classic: ``session_timeout_ms`` = the same
-session, the library's default heartbeat). ``--group-session-s`` gives every KIP-848 group its own
-``consumer.session.timeout.ms`` override instead. Every scenario runs on a new group of three members over six
-partitions while a producer writes 100 records/s and every member commits after each batch:
+Starts one Apache Kafka broker on the JVM (the test harness), by default with the ``stock`` profile:
+Apache Kafka's group settings, a 45 s KIP-848 session and 5 s heartbeats, what users run. Its KIP-848
+session is ``--session-s`` (``group.consumer.session.timeout.ms``; a stock broker accepts 45-60 s, the
+``lab`` profile down to 1 s) and the heartbeat interval stays at Kafka's 5 s default; StaticConsumer
+child processes (classic: ``session_timeout_ms`` = the same session, the library's default heartbeat).
+``--group-session-s`` gives every KIP-848 group its own ``consumer.session.timeout.ms`` override instead
+(within the broker's group.consumer.min/max.session.timeout.ms: 45-60 s on a stock broker). Every
+scenario runs on a new group of three members over six partitions while a producer writes 100 records/s
+and every member commits after each batch:
 
 - kill: SIGKILL one member once the group is stable, restart it at once (rotating through the members);
 - close: SIGTERM (the member commits and closes without leaving), restart it at once;
@@ -48,7 +51,6 @@ from typing import Any
 
 from static_consumer_lab import JvmKafkaCluster, create_topic, describe_consumer_group
 from static_consumer_lab.group import Group
-from static_consumer_lab.kafka_ops import set_group_config
 from static_consumer_lab.processes import ConsumerProcess, wait_until
 from static_consumer_lab.producer import SteadyProducer
 from static_consumer_lab.specs import static_spec
@@ -123,9 +125,9 @@ def new_group(broker: Broker, protocol: str, tag: str) -> Group:
     suffix = uuid.uuid4().hex[:6]
     topic = create_topic(broker.bootstrap, f"bench-restart-{tag}-{suffix}", PARTITIONS)
     group_id = f"bench-restart-{protocol}-{tag}-{suffix}"
-    if protocol == "consumer" and broker.group_session_s is not None:
-        override = {"consumer.session.timeout.ms": str(int(broker.group_session_s * 1000))}
-        set_group_config(broker.bootstrap, group_id, override)
+    # KIP-848: the broker's session, or the --group-session-s override (set by Group); classic: the
+    # members' own. No heartbeat override: the broker's 5 s, as on a stock deployment.
+    group_session_ms = int(broker.group_session_s * 1000) if broker.group_session_s is not None else None
 
     def spec(name: str) -> dict[str, Any]:
         settings: dict[str, Any] = {"protocol": protocol, "max_poll_interval_ms": 300000}
@@ -135,14 +137,16 @@ def new_group(broker: Broker, protocol: str, tag: str) -> Group:
         result.update(batch=100, max_runtime_s=3600)
         return result
 
-    return _NoOverride(
-        ConsumerProcess, broker.bootstrap, group_id, topic, PARTITIONS, protocol=protocol, spec_factory=spec
+    return Group(
+        ConsumerProcess,
+        broker.bootstrap,
+        group_id,
+        topic,
+        PARTITIONS,
+        protocol=protocol,
+        spec_factory=spec,
+        session_ms=group_session_ms if protocol == "consumer" else None,
     )
-
-
-class _NoOverride(Group):
-    def __post_init__(self) -> None:
-        pass  # no per-group session: the broker's applies, as on a stock deployment
 
 
 def member_id(bootstrap: str, group: str, instance_id: str) -> str | None:
@@ -347,7 +351,10 @@ def main() -> None:
     parser.add_argument("--kills", type=int, default=6)
     parser.add_argument("--closes", type=int, default=4)
     parser.add_argument("--duplicates", type=int, default=3)
-    parser.add_argument("--session-s", type=float, default=30.0)
+    parser.add_argument("--session-s", type=float, default=45.0, help="Kafka's default")
+    parser.add_argument(
+        "--profile", choices=("stock", "lab"), default="stock", help="the broker's group settings"
+    )
     parser.add_argument("--group-session-s", type=float, help="a per-group override for KIP-848 groups")
     parser.add_argument("--protocols", default="classic,consumer")
     parser.add_argument("--scenarios", default="kill,close,duplicate,idle")
@@ -356,12 +363,13 @@ def main() -> None:
     args = parser.parse_args()
     config = {"group.consumer.session.timeout.ms": str(int(args.session_s * 1000))}
     loads = [load()]
-    with JvmKafkaCluster(1, extra_config=config) as cluster, burning(args.burn):
+    with JvmKafkaCluster(1, profile=args.profile, extra_config=config) as cluster, burning(args.burn):
         broker = Broker(cluster, args.session_s, args.group_session_s)
         group_note = f", KIP-848 group override {args.group_session_s:g} s" if args.group_session_s else ""
         burn_note = f"; {args.burn} CPU burners running" if args.burn else ""
         print(
-            f"Apache Kafka {cluster.version} at {broker.bootstrap}; session {args.session_s:g} s (both "
+            f"Apache Kafka {cluster.version} ({args.profile} broker) at {broker.bootstrap}; session "
+            f"{args.session_s:g} s (both "
             f"protocols{group_note}), heartbeat: Kafka's and the library's defaults{burn_note}; load "
             f"average (1/5/15 min) {loads[0]}",
             flush=True,

@@ -34,6 +34,7 @@ from static_consumer import (
     Lost,
     MembershipListener,
     Record,
+    StandingBy,
     StaticConsumer,
     exit_code_for,
     run_until_sigterm,
@@ -66,6 +67,9 @@ class ReadinessFile(MembershipListener):
 
     def on_fenced(self, event: Fenced) -> None:
         self.unready()
+
+    def on_standing_by(self, event: StandingBy) -> None:
+        self.unready()  # another live process holds this instance id (duplicate_policy='wait')
 
     def on_fatal(self, event: FatalError) -> None:
         self.unready()

@@ -6,6 +6,7 @@
 from __future__ import annotations
 
 from static_consumer_lab import JvmKafkaCluster, KafkaCluster, describe_consumer_group
+from static_consumer_lab.containers import ContainerKafkaCluster
 from static_consumer_lab.group import Group
 from static_consumer_lab.kafka_ops import high_watermarks, metadata
 from static_consumer_lab.pauses import went_backwards
@@ -103,8 +104,10 @@ def trouble(group: Group) -> list[str]:
 
 def logged_rebalances(cluster: KafkaCluster, group_id: str) -> list[Rebalance] | None:
     """The group's classic generations and KIP-848 group epochs from the broker log, when the backend
-    keeps one (the JVM harness, CI's backend); None for Docker or an existing cluster."""
-    return cluster.group_rebalances(group_id) if isinstance(cluster, JvmKafkaCluster) else None
+    keeps one (the JVM harness and the container); None for an existing cluster."""
+    if isinstance(cluster, (JvmKafkaCluster, ContainerKafkaCluster)):
+        return cluster.group_rebalances(group_id)
+    return None
 
 
 def assert_all_consumed_and_committed(group: Group, acked: int, samples: list[dict[int, int]]) -> None:

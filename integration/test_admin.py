@@ -13,12 +13,19 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from static_consumer.admin import describe_group
 from static_consumer.admin.cli import main
 from static_consumer.settings import ConsumerSettings
 from static_consumer_lab.group import shorten_consumer_session
 from static_consumer_lab.processes import ConsumerProcess, wait_until
 from static_consumer_lab.specs import confluent_spec
+
+pytestmark = pytest.mark.lab_broker(
+    "KIP-848 groups take a 500 ms heartbeat override (below the stock 5 s minimum) so that they settle in "
+    "seconds; what is tested is removal by instance id, which no session setting changes"
+)
 
 # Long enough that a test passing within seconds proves the removal, not the expiry, moved the partitions.
 SESSION_TIMEOUT_MS = 60_000
@@ -218,7 +225,7 @@ def test_probe_reports_static_support_and_the_session_bounds(kafka_bootstrap_ser
     assert report["configured"]["static"] is True
 
     code, refused = cli("probe", "-b", kafka_bootstrap_servers, "--session-timeout-ms", "500")
-    assert code == 69
+    assert code == 78  # a configuration error: change session_timeout_ms
     assert refused["configured"]["error"]["type"] == "SessionTimeoutOutOfBoundsError"
 
 

@@ -32,14 +32,21 @@ import pytest
 from static_consumer import ConsumerSettings, State
 from static_consumer.aio import AsyncStaticConsumer, run_until_sigterm
 from static_consumer.errors import FencedInstanceError
-from static_consumer.events import Fenced, Revoked
+from static_consumer.events import Assigned, CommitRefused, Fenced, Revoked
 from static_consumer.shutdown import exit_code_for
 from static_consumer.types import RecordBatch
 from static_consumer_lab import produce
 from static_consumer_lab.group import Group
 from static_consumer_lab.kafka_ops import high_watermarks
 from static_consumer_lab.loop_lag import LoopLag
+from static_consumer_lab.pauses import owned_at, sampling_commits, taken_over, went_backwards
 from static_consumer_lab.processes import ConsumerProcess
+from static_consumer_lab.producer import SteadyProducer
+
+pytestmark = pytest.mark.lab_broker(
+    "KIP-848 groups take a 10 s session (an idle duplicate's exit 75 waits session + margin); what is "
+    "tested is the asyncio consumer, whatever the session length"
+)
 
 PARTITIONS = 4
 SIGNAL = signal.SIGUSR2  # sent to this process; the runner handles it through the loop like SIGTERM
@@ -51,7 +58,7 @@ Factories = tuple[Callable[..., ConsumerProcess], str, Callable[..., str], Calla
 
 def _group(protocol: str, factories: Factories) -> Group:
     start_process, bootstrap, topics, groups = factories
-    return Group.new(start_process, bootstrap, topics, groups, PARTITIONS, protocol=protocol)
+    return Group.new(start_process, bootstrap, topics, groups, PARTITIONS, protocol=protocol, lab=True)
 
 
 @pytest.fixture
@@ -374,3 +381,83 @@ def _wait(condition: Callable[[], bool], what: str, timeout_s: float = WAIT_S) -
         if time.monotonic() > deadline:
             raise AssertionError(f"timed out after {timeout_s}s waiting for {what}")
         time.sleep(0.1)
+
+
+BLOCK_S = 16.0  # issue 27's: past max_poll_interval_ms (7 s) + session (6 s)
+
+
+@pytest.mark.parametrize("protocol", ["classic", "consumer"])
+def test_the_asyncio_runner_rides_out_a_commit_refused_after_a_blocked_handler(
+    protocol: str, factories: Factories
+) -> None:
+    """Issue 27 through the asyncio runner: its handler awaits a slow call past max.poll.interval +
+    session, the other member takes the partitions, and the batch's commit is refused. The runner does
+    not end: a CommitRefused event, the member rejoins and handles records again, and it hands out no
+    record of a partition the other member owned then; nothing is lost, committed offsets never go
+    backwards."""
+    start_process, bootstrap, topics, groups = factories
+    group = Group.new(
+        start_process,
+        bootstrap,
+        topics,
+        groups,
+        PARTITIONS,
+        protocol=protocol,
+        lab=True,
+        session_ms=6000,  # the classic members' session, the KIP-848 group's
+        settings={"max_poll_interval_ms": 7000},
+    )
+    group.form(["app-0"])
+    other = group.members["app-0"]
+    handled: list[tuple[float, int, int]] = []  # (when, partition, offset)
+    sampler = sampling_commits(bootstrap, group.group_id, group.topic, PARTITIONS)
+
+    async def scenario() -> tuple[list[object], float, float]:
+        consumer = AsyncStaticConsumer(ConsumerSettings(**group.spec("app-1")["settings"]))
+        events = consumer.events()
+        blocked: list[float] = []
+
+        async def handle(batch: RecordBatch) -> None:
+            now = time.time()
+            handled.extend((now, r.partition, r.offset) for r in batch)
+            if not blocked and len(handled) > 300 and consumer.assignment:
+                owned = {(tp.topic, tp.partition) for tp in consumer.assignment}
+                blocked.append(time.time())
+                # A slow downstream call: nothing polls meanwhile. At least BLOCK_S, and on until the
+                # other member took over (a loaded machine expires the member late), plus a second.
+                await asyncio.sleep(BLOCK_S)
+                await _until(lambda: taken_over(other, owned, blocked[0]), "the takeover", 60)
+                await asyncio.sleep(1.0)
+                blocked.append(time.time())
+
+        task = asyncio.create_task(
+            run_until_sigterm(consumer, handle, max_records=100, poll_timeout_s=0.2, signals=(SIGNAL,))
+        )
+        await _until(lambda: len(blocked) == 2, "the blocked handler's return", 120)
+        await _until(lambda: any(t > blocked[1] + 3 for t, _p, _o in handled), "records after the rejoin")
+        acked.append(await asyncio.to_thread(producer.stop))
+        marks = await asyncio.to_thread(high_watermarks, bootstrap, group.topic, PARTITIONS)
+        # Everything consumed and committed up to the end, by the two members, before the async one stops.
+        await _until(lambda: group.committed() == marks, "every partition committed up to its end")
+        os.kill(os.getpid(), SIGNAL)
+        await asyncio.wait_for(task, WAIT_S)  # ends on the signal, not on the refusal
+        return [e async for e in events], blocked[0], blocked[1]
+
+    acked: list[int] = []
+    with SteadyProducer(bootstrap, group.topic) as producer, sampler as samples:
+        seen, began, returned = asyncio.run(asyncio.wait_for(scenario(), 4 * WAIT_S))
+    refused = [e for e in seen if isinstance(e, CommitRefused)]
+    back = [e for e in seen if isinstance(e, Assigned) and e.at > returned and e.partitions]
+    print(
+        f"{protocol}: blocked {returned - began:.1f} s; refused {[e.error for e in refused]}; "
+        f"assigned again {back[0].at - returned:.1f} s after the return"
+        if back
+        else "not assigned again"
+    )
+    assert refused and refused[0].at >= returned - 1.0, "the blocked batch's commit was not refused"
+    assert back, "the member did not rejoin"
+    stale = [(t, p, o) for t, p, o in handled if t > returned and (group.topic, p) in owned_at(other, t)]
+    assert stale == [], f"handed out while the other member owned them: {stale[:5]}"
+    everything = {(p, o) for _t, p, o in handled} | {(p, o) for _t, p, o in other.records()}
+    assert len(everything) == acked[0], "records lost"
+    assert went_backwards([*samples, group.committed()]) == []

@@ -19,6 +19,11 @@ from static_consumer_lab import add_partitions
 from static_consumer_lab.processes import ConsumerProcess, wait_until
 from static_consumer_lab.specs import confluent_spec
 
+pytestmark = pytest.mark.lab_broker(
+    "classic groups form without the 3 s initial rebalance delay; the audit compares assignments, which no "
+    "group timing changes"
+)
+
 StartFn = Callable[..., ConsumerProcess]
 
 

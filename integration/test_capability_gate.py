@@ -23,8 +23,9 @@ from static_consumer_lab.jvm import JvmKafkaCluster
 from static_consumer_lab.processes import ConsumerProcess, wait_until
 from static_consumer_lab.specs import confluent_spec, static_spec
 
-HARNESS_MIN_SESSION_MS = 1000  # the harness broker's group.min.session.timeout.ms (Kafka's default: 6000)
-BROKER_DEFAULT_CONSUMER_SESSION_MS = 45000  # group.consumer.session.timeout.ms, not changed by the harness
+# The stock broker's (Apache Kafka's defaults): the bounds a consumer meets on an unchanged cluster.
+STOCK_MIN_SESSION_MS = 6000  # group.min.session.timeout.ms
+BROKER_DEFAULT_CONSUMER_SESSION_MS = 45000  # group.consumer.session.timeout.ms
 
 
 def _spec(protocol: str, bootstrap: str, group: str, topic: str, **settings: Any) -> dict[str, Any]:
@@ -60,13 +61,14 @@ def test_static_policy_decides_whether_the_member_has_an_instance_id(
 
 
 def _assert_refused_before_joining(proc: ConsumerProcess, bootstrap: str, group: str, bounds: str) -> None:
-    """Exit 69 with SessionTimeoutOutOfBoundsError naming the broker's bounds; never a member in the group."""
+    """Exit 78 (a configuration error: change session_timeout_ms) with SessionTimeoutOutOfBoundsError
+    naming the broker's bounds; never a member in the group."""
     while proc.returncode is None:
         assert list(describe_consumer_group(bootstrap, group).members) == []
         time.sleep(0.2)
-    assert proc.wait(timeout_s=5) == 69, proc.stderr_tail()
+    assert proc.wait(timeout_s=5) == 78, proc.stderr_tail()
     error = proc.wait_for_kind("error", timeout_s=1)
-    assert (error["kind_of"], error["exit_code"]) == ("SessionTimeoutOutOfBoundsError", 69)
+    assert (error["kind_of"], error["exit_code"]) == ("SessionTimeoutOutOfBoundsError", 78)
     assert bounds in error["reason"], error["reason"]  # read from the live broker, not assumed
     # start() raised before the client subscribed: no "ready", and librdkafka never sent a JoinGroup.
     assert [e["kind"] for e in proc.events()] == ["error", "exit"]
@@ -81,7 +83,7 @@ def test_session_timeout_below_the_broker_minimum_fails_before_joining(
     kafka_consumer_process_factory: Callable[..., ConsumerProcess],
 ) -> None:
     bootstrap, topic = kafka_bootstrap_servers, kafka_topic_factory(1)
-    too_short = {"session_timeout_ms": HARNESS_MIN_SESSION_MS // 2, "heartbeat_interval_ms": 100}
+    too_short = {"session_timeout_ms": STOCK_MIN_SESSION_MS // 2, "heartbeat_interval_ms": 100}
 
     # The control: plain librdkafka with the same timeout is refused by the coordinator with a
     # *non-fatal* INVALID_SESSION_TIMEOUT and keeps retrying; nothing tells the process to stop.
@@ -105,7 +107,7 @@ def test_session_timeout_below_the_broker_minimum_fails_before_joining(
 
     group = kafka_group_id_factory()
     proc = kafka_consumer_process_factory(_spec("classic", bootstrap, group, topic, **too_short))
-    _assert_refused_before_joining(proc, bootstrap, group, f"[{HARNESS_MIN_SESSION_MS}, ")
+    _assert_refused_before_joining(proc, bootstrap, group, f"[{STOCK_MIN_SESSION_MS}, ")
 
 
 def test_session_timeout_above_the_broker_maximum_fails_before_joining(
@@ -119,7 +121,7 @@ def test_session_timeout_above_the_broker_maximum_fails_before_joining(
     topic, group = kafka_topic_factory(1, bootstrap=bootstrap), kafka_group_id_factory()
     too_long = {"session_timeout_ms": 30000, "max_poll_interval_ms": 60000}
     proc = kafka_consumer_process_factory(_spec("classic", bootstrap, group, topic, **too_long))
-    _assert_refused_before_joining(proc, bootstrap, group, f"[{HARNESS_MIN_SESSION_MS}, 20000]")
+    _assert_refused_before_joining(proc, bootstrap, group, f"[{STOCK_MIN_SESSION_MS}, 20000]")
 
 
 # Under the consumer protocol the session timeout is the broker's (session_timeout_ms is refused by the
@@ -181,10 +183,11 @@ def test_probe_prefers_a_kip848_group_session_timeout_override(
     from static_consumer_lab.kafka_ops import set_group_config
 
     overridden, plain = kafka_group_id_factory("override"), kafka_group_id_factory("plain")
+    # Within the stock broker's bounds (session 45-60 s, heartbeat 5-15 s): it refuses anything else.
     set_group_config(
         kafka_bootstrap_servers,
         overridden,
-        {"consumer.session.timeout.ms": "25000", "consumer.heartbeat.interval.ms": "1500"},
+        {"consumer.session.timeout.ms": "55000", "consumer.heartbeat.interval.ms": "6000"},
     )
 
     def settings(group: str) -> ConsumerSettings:
@@ -195,8 +198,8 @@ def test_probe_prefers_a_kip848_group_session_timeout_override(
     broker, group = probe(settings(plain)), probe(settings(overridden))
     # librdkafka's path (the consumer's) and kafka-python's (the check command's) read the same overrides.
     assert replace(probe(settings(overridden), broker_version=True), broker_version=None) == group
-    assert (group.consumer_session_timeout_ms, group.consumer_heartbeat_interval_ms) == (25000, 1500)
-    # The harness broker keeps Kafka's defaults for these: 45 s session (max 60 s), 5 s heartbeat.
+    assert (group.consumer_session_timeout_ms, group.consumer_heartbeat_interval_ms) == (55000, 6000)
+    # The stock broker: Kafka's defaults, 45 s session (max 60 s), 5 s heartbeat.
     assert (broker.consumer_session_timeout_ms, broker.consumer_heartbeat_interval_ms) == (45000, 5000)
     assert broker.consumer_max_session_timeout_ms == group.consumer_max_session_timeout_ms == 60000
 

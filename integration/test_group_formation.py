@@ -59,7 +59,7 @@ def test_members_started_within_the_delay_form_the_group_in_one_generation(
     kafka_group_id_factory: Callable[..., str],
     kafka_consumer_process_factory: Callable[..., ConsumerProcess],
 ) -> None:
-    cluster = kafka_jvm_cluster_factory(1, extra_config={"group.initial.rebalance.delay.ms": str(DELAY_MS)})
+    cluster = kafka_jvm_cluster_factory(1)  # stock: Kafka's default delay, DELAY_MS
     bootstrap = cluster.bootstrap_servers
     report = _probe_cli(bootstrap, "--json")
     assert report.returncode == 0, report.stderr
@@ -80,7 +80,7 @@ def test_control_without_delay_forms_the_group_in_several_generations(
     kafka_group_id_factory: Callable[..., str],
     kafka_consumer_process_factory: Callable[..., ConsumerProcess],
 ) -> None:
-    cluster = kafka_jvm_cluster_factory(1)  # the harness's group-test config: delay 0
+    cluster = kafka_jvm_cluster_factory(1, profile="lab")  # the lab profile: delay 0
     bootstrap = cluster.bootstrap_servers
     settings = ConsumerSettings(bootstrap_servers=bootstrap, group_id="probe", connect_timeout_s=10)
     assert probe(settings).group_initial_rebalance_delay_ms == 0

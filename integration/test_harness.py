@@ -5,6 +5,8 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Callable
 
+import pytest
+
 from static_consumer_lab import describe_consumer_group, produce
 from static_consumer_lab.backends import KafkaCluster
 from static_consumer_lab.processes import ConsumerProcess, wait_until
@@ -52,3 +54,31 @@ def test_two_process_group_consumes_every_record_exactly_once(
     assert max(counts.values()) == 1, "a record was received twice"
     per_partition = Counter(p for (_t, p, _o) in counts)
     assert sorted(per_partition) == list(range(6))
+
+
+def _group_settings(bootstrap: str) -> tuple[int | None, ...]:
+    from static_consumer import ConsumerSettings
+    from static_consumer._kafka.probe import probe
+
+    caps = probe(
+        ConsumerSettings(bootstrap_servers=bootstrap, group_id="profile-check", connect_timeout_s=10)
+    )
+    return (
+        caps.group_initial_rebalance_delay_ms,
+        caps.group_min_session_timeout_ms,
+        caps.consumer_session_timeout_ms,
+        caps.consumer_max_session_timeout_ms,
+        caps.consumer_heartbeat_interval_ms,
+    )
+
+
+def test_the_stock_broker_has_apache_kafkas_group_settings(kafka_bootstrap_servers: str) -> None:
+    """What the stock profile promises, read back from the broker as the library's probe reads it:
+    Kafka 4.3's defaults (3 s initial delay, 6 s classic minimum, 45 s KIP-848 session up to 60 s, 5 s
+    heartbeats), so the numbers measured on it are what users get."""
+    assert _group_settings(kafka_bootstrap_servers) == (3000, 6000, 45000, 60000, 5000)
+
+
+@pytest.mark.lab_broker("this test checks the lab broker itself")
+def test_the_lab_broker_lowers_only_the_group_minimums(kafka_bootstrap_servers: str) -> None:
+    assert _group_settings(kafka_bootstrap_servers) == (0, 1000, 45000, 60000, 5000)

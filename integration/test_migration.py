@@ -44,7 +44,9 @@ Start = Callable[..., ConsumerProcess]
 
 @pytest.fixture(scope="module")
 def broker(kafka_jvm_module_cluster_factory: Callable[..., JvmKafkaCluster]) -> JvmKafkaCluster:
-    return kafka_jvm_module_cluster_factory(1, extra_config={POLICY: "bidirectional"})
+    # lab: KIP-848 groups take 10 s sessions and 500 ms heartbeats (group configs below the stock minimums),
+    # so a migration step settles in seconds; what a migration keeps does not depend on the session.
+    return kafka_jvm_module_cluster_factory(1, extra_config={POLICY: "bidirectional"}, profile="lab")
 
 
 def test_rolling_a_dynamic_group_to_static_members(
@@ -63,7 +65,9 @@ def test_rolling_a_dynamic_group_to_static_members(
             return static_spec(bootstrap, group_id, [topic], name)
         return static_spec(bootstrap, group_id, [topic], None, static_policy="dynamic")
 
-    group = Group(kafka_consumer_process_factory, bootstrap, group_id, topic, PARTITIONS, spec_factory=spec)
+    group = Group(
+        kafka_consumer_process_factory, bootstrap, group_id, topic, PARTITIONS, spec_factory=spec, lab=True
+    )
     settings = ConsumerSettings(bootstrap_servers=bootstrap, group_id=group_id, topics=(topic,))
     group.start(MEMBERS[0]).wait_for_kind("assigned", timeout_s=60)
     for name in MEMBERS[1:]:
@@ -150,7 +154,7 @@ def _mixed_protocol_group(
             bootstrap, group_id, [topic], name, protocol=protocols[name], session_timeout_ms=session_ms
         )
 
-    group = Group(start, bootstrap, group_id, topic, PARTITIONS, spec_factory=spec)
+    group = Group(start, bootstrap, group_id, topic, PARTITIONS, spec_factory=spec, lab=True)
     group.form(MEMBERS)
     assert _group_type(group) == protocol
     return group, protocols
@@ -221,7 +225,7 @@ def test_a_migration_policy_that_forbids_it_ends_the_member_with_a_typed_error(
     kafka_group_id_factory: Callable[..., str],
     kafka_consumer_process_factory: Start,
 ) -> None:
-    cluster = kafka_jvm_cluster_factory(1, extra_config={POLICY: "disabled"})
+    cluster = kafka_jvm_cluster_factory(1, extra_config={POLICY: "disabled"}, profile="lab")  # as above
     for protocol, other in (("classic", "consumer"), ("consumer", "classic")):
         # A 30 s session: the stopped member's expiry (a rebalance) comes long after the checks below.
         group, protocols = _mixed_protocol_group(

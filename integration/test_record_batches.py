@@ -15,12 +15,18 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 
+import pytest
 from confluent_kafka import Producer
 
 from static_consumer import ConsumerSettings, Record, RecordBatch, StaticConsumer, TopicPartition
 from static_consumer._core.confluent import ConfluentAdapter
 from static_consumer_lab import committed_offsets
 from static_consumer_lab.kafka_ops import QUIET_LOGGER
+
+pytestmark = pytest.mark.lab_broker(
+    "single-member groups form without the 3 s initial rebalance delay; records and commits do not depend "
+    "on any group timing"
+)
 
 PARTITIONS = 3
 PER_TOPIC = 3000

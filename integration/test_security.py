@@ -96,7 +96,7 @@ def test_probe_through_the_sasl_listener(
     assert code == 0, report
     assert report["supports"]["classic_static"] and report["supports"]["consumer_protocol"]
     assert report["configured"]["static"] is True
-    assert report["group_session_timeout_ms"]["min"] == 1000  # broker configs readable through SASL
+    assert report["group_session_timeout_ms"]["min"] == 6000  # the stock broker's, readable through SASL
     assert_no_secret([users.password("alice")], output, everything_logged(debug_logs))
 
 

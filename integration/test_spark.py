@@ -2,7 +2,8 @@
 standalone master with one worker (started from PySpark's own scripts, session fixture): rows equal
 Spark's own Kafka source for both handoffs, Parquet files on the cluster only with a shared directory,
 and nothing is committed when fn fails. A local-Spark pod whose session stops mid-batch exits 75 with
-SparkSessionStoppedError.
+SparkSessionStoppedError; a pod whose fn blocks past max.poll + session rides out the refused commit
+(both protocols).
 
 One SparkSession per backend (with Spark's Kafka connector from Maven Central, to compare). Restarts,
 kills and exactly-once sinks are in test_spark_exactly_once.py (bridge pods on a Spark Connect server).
@@ -29,6 +30,19 @@ from static_consumer.spark import (
     spark_session,
 )
 from static_consumer_lab import ConsumerProcess, committed_offsets, produce
+from static_consumer_lab.group import shorten_consumer_session
+from static_consumer_lab.kafka_ops import high_watermarks
+from static_consumer_lab.pauses import owned_at, taken_over
+from static_consumer_lab.processes import wait_until
+from static_consumer_lab.producer import SteadyProducer
+from static_consumer_lab.specs import CLASSIC_DEFAULTS, for_protocol, static_spec
+
+pytestmark = pytest.mark.lab_broker(
+    "Spark bridge pods join without the 3 s initial rebalance delay; nothing here depends on the session"
+)
+
+
+BLOCK_S = 16.0  # issue 27's blocked handler: past max_poll_interval_ms (7 s) + session (6 s)
 
 
 @pytest.fixture(scope="module", params=["local", "standalone"])
@@ -71,6 +85,12 @@ def settings(bootstrap: str, group: str, topic: str, instance_id: str = "spark-0
         connect_timeout_s=10.0,
         shutdown_timeout_s=10.0,
     )
+
+
+def pod_spec(pod_settings: ConsumerSettings, **extra: Any) -> dict[str, Any]:
+    """A local-Spark bridge pod in a child process (``static_consumer_lab.child``'s spark mode)."""
+    fields = pod_settings.model_dump(mode="json", exclude_defaults=True)
+    return {"mode": "spark", "master": "local[1]", "settings": fields, "max_records": 300, **extra}
 
 
 def produce_varied(bootstrap: str, topic: str, count: int) -> None:
@@ -186,15 +206,9 @@ def test_a_local_pod_whose_session_stops_mid_batch_exits_75_with_a_typed_error(
     # What a user of local Spark saw before: "[INTERNAL_ERROR] ... you hit a bug in Spark".
     bootstrap, topic, group = kafka_bootstrap_servers, kafka_topic_factory(1), kafka_group_id_factory()
     produce(bootstrap, topic, 1_000)
-    spec = {
-        "mode": "spark",
-        "master": "local[1]",
-        "settings": settings(bootstrap, group, topic).model_dump(mode="json", exclude_defaults=True),
-        "sink": "append",
-        "path": str(tmp_path / "sink"),
-        "max_records": 300,
-        "stop_session_at": 1,
-    }
+    spec = pod_spec(
+        settings(bootstrap, group, topic), sink="append", path=str(tmp_path / "sink"), stop_session_at=1
+    )
     pod = kafka_consumer_process_factory(spec, name="local-pod")
     assert pod.wait(240) == 75, pod.stderr_tail()
     [error] = pod.events("error")
@@ -202,3 +216,70 @@ def test_a_local_pod_whose_session_stops_mid_batch_exits_75_with_a_typed_error(
     assert "Spark session stopped during batch 1" in error["reason"]
     written = sum(e["records"] for e in pod.events("batch"))
     assert committed_offsets(bootstrap, group, topic, 1) == {0: written}  # batch 1 was not committed
+
+
+@pytest.mark.parametrize("protocol", ["classic", "consumer"])
+def test_a_pod_whose_fn_blocks_past_its_session_rides_out_the_refused_commit(
+    protocol: str,
+    kafka_bootstrap_servers: str,
+    kafka_topic_factory: Callable[..., str],
+    kafka_group_id_factory: Callable[..., str],
+    kafka_consumer_process_factory: Callable[..., ConsumerProcess],
+    tmp_path: Path,
+) -> None:
+    """Issue 27 through the Spark runner: fn blocks 16 s, past max_poll_interval_ms (7 s) + session
+    (6 s: the classic members' own, the KIP-848 group's config on the lab broker); the other member
+    takes the partitions and the batch's commit is refused. The pod does not exit: a CommitRefused
+    event, it rejoins and processes batches again, none of them of a partition the other member owned
+    then; nothing committed or lost."""
+    bootstrap, topic, group = kafka_bootstrap_servers, kafka_topic_factory(4), kafka_group_id_factory()
+    fields: dict[str, Any] = {"protocol": protocol, "session_timeout_ms": 6000, "max_poll_interval_ms": 7000}
+    if protocol == "consumer":
+        shorten_consumer_session(bootstrap, group, 6000)  # and 500 ms heartbeats
+    other = kafka_consumer_process_factory(
+        {**static_spec(bootstrap, group, [topic], "app-0", **fields), "batch": 100}, name="app-0"
+    )
+    other.wait_for_kind("assigned", timeout_s=60)
+    trigger = tmp_path / "block"
+    base = settings(bootstrap, group, topic, "app-1").model_dump(exclude_defaults=True)
+    pod_fields = ConsumerSettings(**for_protocol(protocol, CLASSIC_DEFAULTS, {**base, **fields}))
+    spec = pod_spec(pod_fields, sink="noop", max_records=200, block=str(trigger), max_runtime_s=400)
+    with SteadyProducer(bootstrap, topic, 100) as producer:
+        pod = kafka_consumer_process_factory(spec, name="spark-1")
+        pod.wait_for(lambda e: e["kind"] == "batch" and e["records"] > 0, 240, "a first batch")
+        wait_until(lambda: other.assignment() and pod.assignment(), 60, "both members assigned")
+        owned = pod.assignment()
+        trigger.write_text(f"{BLOCK_S} 60")  # at least BLOCK_S, and on until the takeover (released below)
+        blocking = pod.wait_for_kind("blocking", timeout_s=60)
+        wait_until(lambda: taken_over(other, owned, blocking["ts"]), 60, "the other member taking over")
+        (tmp_path / "block.release").touch()
+        unblocked = pod.wait_for_kind("unblocked", timeout_s=90)
+        refused = pod.wait_for(lambda e: e["kind"] == "commit_refused" and e["ts"] >= unblocked["ts"], 30, "")
+        back = pod.wait_for(
+            lambda e: e["kind"] == "assigned" and e["ts"] > unblocked["ts"] and bool(e["partitions"]),
+            90,
+            "rejoin",
+        )
+        pod.wait_for(
+            lambda e: e["kind"] == "batch" and e["ts"] > back["ts"] and e["records"] > 0, 60, "batches"
+        )
+        acked = producer.stop()
+    print(
+        f"spark pod ({protocol}): blocked {unblocked['ts'] - blocking['ts']:.1f} s; commit refused "
+        f"({refused['error']}); "
+        f"assigned again {back['ts'] - unblocked['ts']:.1f} s after fn returned"
+    )
+    assert pod.returncode is None, pod.stderr_tail()
+    stale = [
+        (e["batch_id"], key)
+        for e in pod.events("batch")
+        if e["ts"] > unblocked["ts"]
+        for key in e["offsets"]
+        if (key.rsplit(":", 1)[0], int(key.rsplit(":", 1)[1])) in owned_at(other, e["ts"])
+    ]
+    assert stale == [], f"batches of partitions the other member owned: {stale}"
+    marks = high_watermarks(bootstrap, topic, 4)
+    wait_until(lambda: committed_offsets(bootstrap, group, topic, 4) == marks, 90, "all committed")
+    # Nothing lost: every acknowledged record was processed and committed by one of the two.
+    assert sum(marks.values()) == acked
+    assert pod.stop(timeout_s=60) == 0 and other.stop() == 0

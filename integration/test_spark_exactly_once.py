@@ -30,6 +30,11 @@ from static_consumer.telemetry import read_event_log
 from static_consumer_lab import ConsumerProcess, committed_offsets, describe_consumer_group, produce
 from static_consumer_lab.processes import wait_until
 
+pytestmark = pytest.mark.lab_broker(
+    "Spark bridge pods join without the 3 s initial rebalance delay and a killed pod's session (10 s) "
+    "expires soon; exactly-once does not depend on how long that takes"
+)
+
 Pods = Callable[..., ConsumerProcess]
 PARTITIONS = 3
 STOP_BUDGET_S = 3.0

@@ -35,6 +35,10 @@ from static_consumer_lab.pauses import (
 )
 from static_consumer_lab.processes import ConsumerProcess, Event
 
+pytestmark = pytest.mark.lab_broker(
+    "5 s sessions with 500 ms heartbeats: a freeze past the session is the point, not its length"
+)
+
 PARTITIONS = 4
 BATCH = 100
 SESSION_MS = 5000  # heartbeats every 0.5 s; the guard's threshold is half the session: 2.5 s
@@ -54,7 +58,7 @@ def test_a_member_paused_past_its_session_hands_out_no_record_it_no_longer_owns(
     kafka_group_factory: Callable[..., Group],
 ) -> None:
     bootstrap = kafka_bootstrap_servers
-    extra: dict[str, Any] = {"batch": BATCH, "go_on_after_refused_commit": True}
+    extra: dict[str, Any] = {"batch": BATCH}
     group = kafka_group_factory(
         PARTITIONS,
         protocol=protocol,

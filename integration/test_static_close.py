@@ -22,6 +22,11 @@ from static_consumer_lab import describe_consumer_group
 from static_consumer_lab.group import CONSUMER_PROTOCOL_SESSION_MS, Group
 from static_consumer_lab.processes import wait_until
 
+pytestmark = pytest.mark.lab_broker(
+    "10 s sessions: the test waits for a closed member to expire; close vs leave does not depend on the "
+    "session length"
+)
+
 PARTITIONS = 4
 CLASSIC_SESSION_MS = 10000  # static_spec's default
 SESSION_S = {"classic": CLASSIC_SESSION_MS / 1000, "consumer": CONSUMER_PROTOCOL_SESSION_MS / 1000}

@@ -34,6 +34,11 @@ from static_consumer_lab.processes import ConsumerProcess, Event, wait_until
 from static_consumer_lab.producer import SteadyProducer
 from static_consumer_lab.specs import static_spec
 
+pytestmark = pytest.mark.lab_broker(
+    "KIP-848 groups take a 10 s session: an idle duplicate exits 75 after session + margin; who is fenced, "
+    "and what is committed after, does not depend on the session length"
+)
+
 PARTITIONS = 4
 BATCH = 50
 FENCE_BOUND_S = 10.0  # issue 3: the fenced process exits within 10 s
@@ -112,6 +117,7 @@ def _assert_untouched(original: ConsumerProcess, member: tuple[str, str], topic:
     assert original.returncode is None, original.stderr_tail()
 
 
+@pytest.mark.both_backends
 def test_classic_duplicate_of_a_stable_member_fences_the_original(
     kafka_bootstrap_servers: str,
     kafka_topic_factory: Callable[..., str],
@@ -140,6 +146,7 @@ def test_classic_duplicate_of_a_stable_member_fences_the_original(
     _consumed_everything([original, duplicate], producer.acked)  # at-least-once across the fence
 
 
+@pytest.mark.both_backends
 def test_consumer_protocol_fences_a_duplicate_of_a_committing_member_and_keeps_the_original(
     kafka_bootstrap_servers: str,
     kafka_topic_factory: Callable[..., str],

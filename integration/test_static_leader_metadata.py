@@ -31,6 +31,11 @@ from static_consumer_lab.group import Group
 from static_consumer_lab.processes import ConsumerProcess, wait_until
 from static_consumer_lab.specs import static_spec
 
+pytestmark = pytest.mark.lab_broker(
+    "KIP-848 groups settle in seconds with 500 ms heartbeats; the point is who owns new partitions after "
+    "a leader restart, not the session"
+)
+
 Partition = tuple[str, int]
 REFRESH_MS = 3000  # topic.metadata.refresh.interval.ms of every member
 # The stated bound: one metadata refresh, then a rebalance (a join round of every member, seconds on a
@@ -74,7 +79,14 @@ def test_new_partitions_get_an_owner_after_the_static_leader_restarted(
         return static_spec(bootstrap, group_id, topics, name, protocol=protocol, librdkafka=refresh)
 
     group = Group(
-        kafka_consumer_process_factory, bootstrap, group_id, named, 4, protocol=protocol, spec_factory=spec
+        kafka_consumer_process_factory,
+        bootstrap,
+        group_id,
+        named,
+        4,
+        protocol=protocol,
+        spec_factory=spec,
+        lab=True,
     )
     # The first member joins alone and leads the classic group.
     group.start("app-0").wait_for_kind("assigned", timeout_s=60)

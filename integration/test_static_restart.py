@@ -4,8 +4,9 @@ Classic protocol: a static member killed without any goodbye and restarted withi
 gets the same partitions back and nobody else notices; restarted after the timeout, the broker has
 rebalanced, and nothing is lost either way (at-least-once: uncommitted records are delivered again).
 
-KIP-848 consumer protocol: a member that did not leave cleanly still holds its instance id until its
-session (here the group's 10 s override) expires, so the restart is refused (UNRELEASED_INSTANCE_ID),
+KIP-848 consumer protocol, on the stock broker (Apache Kafka's 45 s session and 5 s heartbeats, what
+users run): a member that did not leave cleanly still holds its instance id until its session expires,
+so the restart is refused (UNRELEASED_INSTANCE_ID),
 watches the group and joins as soon as the dead member is gone; it never gives up meanwhile. Whether it
 gets the same partitions back is a race in the coordinator: the restart joins as a new member, and when
 another member's heartbeat reaches the coordinator between the expiry and the restart's join, the
@@ -20,17 +21,18 @@ import time
 from collections.abc import Callable
 
 import pytest
+from confluent_kafka import KafkaException
 
 from static_consumer._kafka.watch import ConfluentGroupWatch
 from static_consumer.settings import ConsumerSettings
 from static_consumer_lab import describe_consumer_group, produce
-from static_consumer_lab.group import CONSUMER_PROTOCOL_SESSION_MS, Group
+from static_consumer_lab.group import STOCK_CONSUMER_PROTOCOL_SESSION_MS, Group
 from static_consumer_lab.kafka_ops import set_group_config
 from static_consumer_lab.processes import ConsumerProcess, wait_until
 
 PARTITIONS = 6
 CLASSIC_SESSION_MS = 10000  # static_spec's default
-SESSION_S = CONSUMER_PROTOCOL_SESSION_MS / 1000  # the KIP-848 groups' session (a group override)
+SESSION_S = STOCK_CONSUMER_PROTOCOL_SESSION_MS / 1000  # the stock broker's KIP-848 session: no override
 MARGIN_S = 5.0  # release_margin_s's default
 JOIN_SLACK_S = 10.0  # start-up, the join, one heartbeat of reconciliation, a loaded machine
 
@@ -137,7 +139,13 @@ def test_the_wait_reads_the_group_session_override(
     watch = ConfluentGroupWatch(settings)
     try:
         assert watch.session_ms() is None
-        set_group_config(kafka_bootstrap_servers, group_id, {"consumer.session.timeout.ms": "12000"})
-        wait_until(lambda: watch.session_ms() == 12000, 10, "the override to be read")
+        # A stock broker bounds the override by its group.consumer.min/max.session.timeout.ms (45-60 s,
+        # IncrementalAlterConfigs answers INVALID_CONFIG): a group can lengthen its session, never
+        # shorten it below 45 s.
+        for outside in ("30000", "61000"):
+            with pytest.raises(KafkaException, match="consumer.session.timeout.ms must be"):
+                set_group_config(kafka_bootstrap_servers, group_id, {"consumer.session.timeout.ms": outside})
+        set_group_config(kafka_bootstrap_servers, group_id, {"consumer.session.timeout.ms": "55000"})
+        wait_until(lambda: watch.session_ms() == 55000, 10, "the override to be read")
     finally:
         watch.close()

@@ -21,6 +21,10 @@ from static_consumer_lab import describe_consumer_group
 from static_consumer_lab.group import Group
 from static_consumer_lab.processes import ConsumerProcess, wait_until
 
+pytestmark = pytest.mark.lab_broker(
+    "10 s sessions: one scenario waits for a member to expire; the metrics do not depend on how long"
+)
+
 PARTITIONS = 6
 MEMBERS = ("app-0", "app-1", "app-2")
 SESSION_S = 10  # static_spec's classic session timeout; the KIP-848 group's (Group sets it)

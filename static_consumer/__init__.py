@@ -15,6 +15,7 @@ from static_consumer.errors import (
     EXIT_TEMPFAIL,
     EXIT_UNAVAILABLE,
     AuthenticationError,
+    AuthorizationError,
     BrokerUnavailableError,
     CapabilityError,
     CommitFailedError,
@@ -35,6 +36,7 @@ from static_consumer.errors import (
 from static_consumer.events import (
     Assigned,
     Closed,
+    CommitRefused,
     FatalError,
     Fenced,
     HeldAssignment,
@@ -44,6 +46,7 @@ from static_consumer.events import (
     MembershipListener,
     Revoked,
     Stalled,
+    StandingBy,
 )
 from static_consumer.identity import Identity, resolve_identity, validate_instance_id
 from static_consumer.settings import ConsumerSettings, OAuthBearerToken
@@ -63,11 +66,13 @@ __all__ = [
     "EXIT_UNAVAILABLE",
     "Assigned",
     "AuthenticationError",
+    "AuthorizationError",
     "BrokerCapabilities",
     "BrokerUnavailableError",
     "CapabilityError",
     "Closed",
     "CommitFailedError",
+    "CommitRefused",
     "ConfigurationError",
     "ConsumerClosedError",
     "ConsumerSettings",
@@ -91,6 +96,7 @@ __all__ = [
     "Revoked",
     "SessionTimeoutOutOfBoundsError",
     "Stalled",
+    "StandingBy",
     "State",
     "StaticConsumer",
     "StaticConsumerError",

@@ -181,14 +181,42 @@ def _check_session_bounds(settings: ConsumerSettings, caps: BrokerCapabilities) 
     low, high = caps.group_min_session_timeout_ms, caps.group_max_session_timeout_ms
     timeout = settings.session_timeout_ms
     if (low is not None and timeout < low) or (high is not None and timeout > high):
-        raise SessionTimeoutOutOfBoundsError(
-            f"session_timeout_ms={timeout} is outside the broker's bounds [{low}, {high}] "
-            "(group.min.session.timeout.ms, group.max.session.timeout.ms): set session_timeout_ms within "
-            "them, or change the broker configs"
-        )
+        raise session_out_of_bounds(settings, caps)
     if low is None or high is None:
-        return ["could not read the broker's group.min/max.session.timeout.ms; session_timeout_ms unchecked"]
+        return [
+            "could not read the broker's group.min/max.session.timeout.ms (the principal needs "
+            "DESCRIBE_CONFIGS on the Cluster for that): session_timeout_ms is not checked before joining; "
+            "a JoinGroup the broker refuses for it ends with SessionTimeoutOutOfBoundsError"
+        ]
     return []
+
+
+def session_out_of_bounds(
+    settings: ConsumerSettings, caps: BrokerCapabilities | None, *, refused: str | None = None
+) -> SessionTimeoutOutOfBoundsError:
+    """The error for a ``session_timeout_ms`` outside the broker's group bounds: found by the gate from
+    ``caps``, or ``refused`` by the coordinator (INVALID_SESSION_TIMEOUT; the bounds may then be unknown,
+    because the principal could not read them)."""
+    low = caps.group_min_session_timeout_ms if caps is not None else None
+    high = caps.group_max_session_timeout_ms if caps is not None else None
+    timeout = settings.session_timeout_ms
+    names = "group.min.session.timeout.ms, group.max.session.timeout.ms"
+    if low is not None and high is not None:
+        bounds = f"the broker's bounds [{low}, {high}] ({names})"
+    else:
+        bounds = (
+            f"the broker's bounds ({names}; unknown here, Kafka's defaults are [6000, 1800000]: grant "
+            "DESCRIBE_CONFIGS on the Cluster to see them)"
+        )
+    what = (
+        f"the group coordinator refused session_timeout_ms={timeout} ({refused})"
+        if refused
+        else (f"session_timeout_ms={timeout}")
+    )
+    return SessionTimeoutOutOfBoundsError(
+        f"{what}: it is outside {bounds}. Set session_timeout_ms (STATIC_CONSUMER_SESSION_TIMEOUT_MS) "
+        "within them, or change the broker configs; the same settings are refused at every restart"
+    )
 
 
 def _restart_warning(what: str, timeout_ms: int, settings: ConsumerSettings, fix: str) -> list[str]:
@@ -213,4 +241,5 @@ __all__ = [
     "BrokerCapabilities",
     "StaticDecision",
     "decide",
+    "session_out_of_bounds",
 ]

@@ -249,17 +249,18 @@ class StaticConsumer:
         """Commit processed offsets (``what`` None), a record, records or a RecordBatch (marked
         processed first), or explicit next-offsets. Never commits after a fence.
 
-        By default the commit does not wait for the broker. It returns the offsets it committed: sent
-        now, or, while the commit before is still in flight, sent as soon as that one ended (together
-        with whatever else was processed by then; at most one commit is in flight, so offsets never go
+        By default the commit does not wait for the broker (librdkafka's asynchronous commit; its result
+        is read in the next ``poll()``/``consume()``). It returns the offsets it committed: sent now, or,
+        while the commit before is still in flight, sent once that one's result was read (together with
+        whatever else was processed by then; at most one commit is in flight, so offsets never go
         backwards). A failure is raised by a later call: the next ``commit()`` raises a refused or
         retriable one as a synchronous commit would (``CommitFailedError``, ``RetriableError``), the next
-        ``poll()``/``consume()`` a fence. A revoke, ``close()`` and ``leave_group()`` wait for the commit
-        in flight and commit what is left synchronously, so a clean close leaves everything processed
-        committed. An empty dict: nothing new to commit.
+        ``poll()``/``consume()`` a fence. A revoke, ``close()`` and ``leave_group()`` commit everything
+        processed synchronously (the offsets in flight included), so a clean close leaves everything
+        processed committed. An empty dict: nothing new to commit.
 
-        ``asynchronous=False`` waits: for the commit in flight, then for the broker's answer to this
-        one. It returns the offsets the broker accepted and raises for a refused commit."""
+        ``asynchronous=False`` waits for the broker's answer to this commit (which covers the one in
+        flight). It returns the offsets the broker accepted and raises for a refused commit."""
         self._require_usable()
         return ownership.commit(self._session, what, asynchronous=asynchronous)
 
@@ -290,8 +291,8 @@ class StaticConsumer:
             s.move(State.CLOSING)  # the last commit, the revoke callbacks and leaving run in CLOSING
         bound = s.settings.shutdown_timeout_s if timeout_s is None else timeout_s
         try:
-            # After the commit in flight (waited for within the bound), synchronously.
-            ownership.commit_quietly(s, None, "processed offsets on close", wait_s=bound)
+            # Synchronously, on this thread: it covers the commit in flight, if any.
+            ownership.commit_quietly(s, None, "processed offsets on close")
             # Still usable while closing: the revoke callback that close() runs commits what a listener
             # marked processed in on_revoked.
             left = s.mode.close(s, adapter, leave=leave, timeout_s=bound)

@@ -7,11 +7,13 @@
     │   ├── InvalidInstanceIdError      group.instance.id breaks Kafka's rules or would not be stable
     │   ├── AuthenticationError         the brokers refused the credentials (SASL), or the OAUTHBEARER
     │   │                               provider gave no token: not retried
+    │   ├── AuthorizationError          the principal lacks an ACL; the error names the one to grant
+    │   ├── SessionTimeoutOutOfBoundsError   session.timeout.ms outside the broker's group bounds (also a
+    │   │                               CapabilityError, for code that catches those)
     │   ├── MissingTopicError           a subscribed topic still did not exist after missing_topic_timeout_s
     │   └── UnknownInstanceIdError      an operator named an instance id that is not in the group
     ├── CapabilityError                 the broker cannot do what the settings require (exit 69)
     │   ├── StaticMembershipUnsupportedError   JoinGroup < v5 / no ConsumerGroupHeartbeat
-    │   ├── SessionTimeoutOutOfBoundsError     session.timeout.ms outside the broker's group bounds
     │   └── GroupProtocolMismatchError         the group refuses this member's group protocol
     ├── RetriableError                  transient: retry with a bounded policy (``retriable=True``, exit 75)
     │   ├── BrokerUnavailableError      bootstrap servers did not answer in time
@@ -79,6 +81,30 @@ class AuthenticationError(ConfigurationError):
     kafka_error_code = SASL_AUTHENTICATION_FAILED
 
 
+class AuthorizationError(ConfigurationError):
+    """The brokers refused an operation because the principal lacks an ACL (Kafka codes 29, 30, 31).
+
+    ``operation``, ``resource`` (``Group``, ``Topic``, ``Cluster``) and ``name`` are the ACL to grant,
+    ``kafka_code`` the broker's code (29, 30 or 31). Not retriable: the same principal is refused again
+    until an operator grants the ACL, and a consumer would otherwise poll forever without consuming
+    (librdkafka retries a refused FindCoordinator, JoinGroup or Fetch without end). docs/security.md
+    lists what each operation needs.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        operation: str | None = None,
+        resource: str | None = None,
+        name: str | None = None,
+        kafka_code: int | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.operation, self.resource, self.name = operation, resource, name
+        self.kafka_code = kafka_code
+
+
 class MissingTopicError(ConfigurationError):
     """A named topic the consumer subscribed to did not exist, or a ``^regex`` matched no topic, for
     ``missing_topic_timeout_s`` after the consumer started. Raised by ``poll()``/``consume()``; the
@@ -100,9 +126,18 @@ class StaticMembershipUnsupportedError(CapabilityError):
     """The broker lacks the API versions static membership needs (policy ``require``)."""
 
 
-class SessionTimeoutOutOfBoundsError(CapabilityError):
-    """session.timeout.ms is outside the broker's group.min/max.session.timeout.ms."""
+class SessionTimeoutOutOfBoundsError(ConfigurationError, CapabilityError):
+    """session.timeout.ms is outside the broker's group.min/max.session.timeout.ms: found by the
+    capability gate before joining, or (when the principal may not read the broker's configs) by the
+    JoinGroup the coordinator refuses with INVALID_SESSION_TIMEOUT, which librdkafka would send again
+    forever.
 
+    A configuration error (exit 78): the fix is ``session_timeout_ms`` (or the broker's bounds), and a
+    restart with the same settings is refused again. Also a ``CapabilityError`` for code that catches
+    those (it was one, with exit 69, before the JoinGroup refusal was typed).
+    """
+
+    exit_code = EXIT_CONFIG
     kafka_error_code = INVALID_SESSION_TIMEOUT
 
 
@@ -171,6 +206,7 @@ __all__ = [
     "EXIT_TEMPFAIL",
     "EXIT_UNAVAILABLE",
     "AuthenticationError",
+    "AuthorizationError",
     "BrokerUnavailableError",
     "CapabilityError",
     "CommitFailedError",

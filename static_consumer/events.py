@@ -114,6 +114,17 @@ class Fenced(MembershipEvent):
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
+class StandingBy(MembershipEvent):
+    """A live process holds this member's group.instance.id (``duplicate_policy='wait'``): this consumer
+    has no client and owns nothing, and joins once the id is free. A readiness probe should fail now."""
+
+    reason: str
+
+    def deliver(self, listener: MembershipListener) -> None:
+        listener.on_standing_by(self)
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
 class FatalError(MembershipEvent):
     """librdkafka raised a fatal error other than fencing; this consumer is dead."""
 
@@ -161,6 +172,31 @@ class BatchProgress(MembershipEvent):
 
     def deliver(self, listener: MembershipListener) -> None:
         listener.on_batch(self)
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class CommitRefused(MembershipEvent):
+    """The broker refused a commit of ``offsets`` (``commit()``, and so the batch loops): the partitions
+    moved, or this member's session or generation ended (a lost session, a handler blocked past
+    ``max_poll_interval_ms``). Nothing was committed; the records come again, to whoever owns the
+    partitions now (at-least-once). The consumer goes on: the client rejoins by itself, and the loops
+    the library offers (``run_until_sigterm``, the asyncio runner, the Spark runner) keep consuming.
+
+    ``error`` is Kafka's name for the refusal (``UNKNOWN_MEMBER_ID``, ``ILLEGAL_GENERATION``,
+    ``REBALANCE_IN_PROGRESS``, ``FENCED_MEMBER_EPOCH``, ``STALE_MEMBER_EPOCH``; ``FENCED_INSTANCE_ID``
+    when a classic client had lost its own session), ``reason`` the client's text.
+    """
+
+    offsets: tuple[tuple[TopicPartition, int], ...]
+    error: str
+    reason: str = ""
+
+    @property
+    def partitions(self) -> tuple[TopicPartition, ...]:
+        return tuple(tp for tp, _offset in self.offsets)
+
+    def deliver(self, listener: MembershipListener) -> None:
+        listener.on_commit_refused(self)
 
 
 StallVerdict = Literal["ok", "lost", "gone", "unknown", "expired"]
@@ -216,6 +252,9 @@ class MembershipListener:
     def on_fenced(self, event: Fenced) -> None:
         """This member was fenced."""
 
+    def on_standing_by(self, event: StandingBy) -> None:
+        """A live process holds the instance id; this member stands by until it is free."""
+
     def on_fatal(self, event: FatalError) -> None:
         """A fatal error killed the consumer."""
 
@@ -227,6 +266,10 @@ class MembershipListener:
 
     def on_stalled(self, event: Stalled) -> None:
         """A gap longer than half the session timeout was checked before records were handed out."""
+
+    def on_commit_refused(self, event: CommitRefused) -> None:
+        """The broker refused a commit (the partitions moved, or the session ended); the records come
+        again, and the consumer goes on."""
 
 
 class Dispatcher:
@@ -264,6 +307,7 @@ __all__ = [
     "Assigned",
     "BatchProgress",
     "Closed",
+    "CommitRefused",
     "Dispatcher",
     "FatalError",
     "Fenced",
@@ -275,4 +319,5 @@ __all__ = [
     "Revoked",
     "StallVerdict",
     "Stalled",
+    "StandingBy",
 ]

@@ -19,7 +19,13 @@ from collections.abc import Callable, Iterable, Sequence
 from types import FrameType
 
 from static_consumer.consumer import StaticConsumer
-from static_consumer.errors import EXIT_FATAL, EXIT_OK, RetriableError, StaticConsumerError
+from static_consumer.errors import (
+    EXIT_FATAL,
+    EXIT_OK,
+    CommitFailedError,
+    RetriableError,
+    StaticConsumerError,
+)
 from static_consumer.types import Record, RecordBatch, TopicPartition
 
 log = logging.getLogger(__name__)
@@ -81,14 +87,24 @@ class ShutdownSignal(StopRequest):
 
 
 class BatchCommitter:
-    """Commits each processed batch, riding out transient commit failures.
+    """Commits each processed batch, riding out what a running consumer meets; the one commit path of
+    every batch loop the library offers (``run_until_sigterm``, the asyncio runner).
 
-    A broker restart moves the group coordinator, and commits fail for a few seconds
-    (NOT_COORDINATOR, COORDINATOR_LOAD_IN_PROGRESS, ...) although the member keeps its partitions.
-    Such a RetriableError leaves the offsets pending: the next commit (or close()) sends them. Ending
-    the loop instead would turn every broker restart into a restart of every consumer. Commits failing
-    for longer than ``bound_s`` (default: the session timeout, which the membership itself would not
-    survive) re-raise.
+    - A transient failure (:class:`RetriableError`): a broker restart moves the group coordinator, and
+      commits fail for a few seconds (NOT_COORDINATOR, COORDINATOR_LOAD_IN_PROGRESS, ...) although the
+      member keeps its partitions. The offsets stay pending: the next commit (or close()) sends them.
+      Commits failing for longer than ``bound_s`` (default: the session timeout, which the membership
+      itself would not survive) re-raise.
+    - A refused commit (:class:`CommitFailedError`): the partitions moved, or the member's session
+      ended while the batch ran (a long GC pause, a handler blocked past ``max_poll_interval_ms``). The
+      consumer already said so (a ``CommitRefused`` event, the ``static_consumer.commits.refused``
+      metric); the next poll reports the partitions lost (their offsets are forgotten, never committed)
+      and the client rejoins by itself; the records come again to whoever owns their partitions then
+      (at-least-once). So the loop goes on.
+
+    Ending the loop on either would turn every broker restart or slow batch into a pod restart (a
+    second rebalance, and a crash-looping pod where the first had cost one batch). A fence or another
+    fatal error is never ridden out: it propagates (exit 82 / 70 through :func:`exit_code_for`).
     """
 
     def __init__(
@@ -103,9 +119,13 @@ class BatchCommitter:
         self._failing_since: float | None = None
 
     def commit(self, batch: Sequence[Record] | RecordBatch) -> dict[TopicPartition, int] | None:
-        """The offsets committed, or None when the commit was deferred to the next one."""
+        """The offsets committed, or None when nothing was: deferred to the next commit (a transient
+        failure) or refused (the records come again)."""
         try:
             sent = self._consumer.commit(batch)
+        except CommitFailedError as exc:
+            log.warning("%s; consuming on", exc)
+            return None
         except RetriableError as exc:
             now = self._clock()
             if self._failing_since is None:
@@ -127,6 +147,26 @@ def install_sigterm_handler(
     return ShutdownSignal(consumer, signals)
 
 
+def consume_until_stopped(
+    consumer: StaticConsumer,
+    handle_batch: Callable[[list[Record]], object],
+    *,
+    max_records: int = 500,
+    poll_timeout_s: float = 1.0,
+) -> None:
+    """The loop of :func:`run_until_sigterm`, without its signal handler and its close: start
+    ``consumer``, hand each non-empty batch to ``handle_batch`` and commit it through a
+    :class:`BatchCommitter`, until :meth:`StaticConsumer.stop`. For a pod main that ends another way
+    (``leave_group()`` on a scale-down, its own signal handling); the caller closes the consumer."""
+    committer = BatchCommitter(consumer)
+    consumer.start()
+    while not consumer.stopping:
+        batch = consumer.consume(max_records, poll_timeout_s)
+        if batch:
+            handle_batch(batch)
+            committer.commit(batch)
+
+
 def run_until_sigterm(
     consumer: StaticConsumer,
     handle_batch: Callable[[list[Record]], object],
@@ -137,23 +177,20 @@ def run_until_sigterm(
     signals: Iterable[signal.Signals] = (signal.SIGTERM,),
 ) -> None:
     """Start ``consumer`` and feed batches to ``handle_batch`` (committing each through a
-    :class:`BatchCommitter`) until SIGTERM; then finish the current batch, commit and close without
-    leaving the group.
+    :class:`BatchCommitter`) until SIGTERM or :meth:`StaticConsumer.stop`; then finish the current
+    batch, commit and close without leaving the group. Returns None after such a stop.
 
     ``timeout_s`` (default ``settings.shutdown_timeout_s``) bounds the time from the signal to the end
     of close(); a batch still running at the signal is finished first, and only close() can be cut short.
-    Errors (e.g. FencedInstanceError) propagate after the consumer was closed; see :func:`exit_code_for`.
+    A commit refused because the partitions moved or the session ended meanwhile (``CommitRefused``
+    event) and a transient commit failure do not end the loop (see :class:`BatchCommitter`). Everything
+    else propagates after the consumer was closed: an exception of ``handle_batch`` (its batch is not
+    committed), FencedInstanceError, other fatal errors; see :func:`exit_code_for`.
     """
     bound = consumer.settings.shutdown_timeout_s if timeout_s is None else timeout_s
     handler = install_sigterm_handler(consumer, signals=signals)
-    committer = BatchCommitter(consumer)
     try:
-        consumer.start()
-        while not consumer.stopping:
-            batch = consumer.consume(max_records, poll_timeout_s)
-            if batch:
-                handle_batch(batch)
-                committer.commit(batch)
+        consume_until_stopped(consumer, handle_batch, max_records=max_records, poll_timeout_s=poll_timeout_s)
     finally:
         try:
             consumer.close(timeout_s=handler.close_timeout(bound))
@@ -179,6 +216,7 @@ __all__ = [
     "BatchCommitter",
     "ShutdownSignal",
     "StopRequest",
+    "consume_until_stopped",
     "exit_code_for",
     "install_sigterm_handler",
     "run_until_sigterm",

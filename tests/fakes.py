@@ -152,10 +152,9 @@ class FakeAdapter:
     seeks: list[tuple[TopicPartition, int]] = field(default_factory=list)
     freeze: Callable[[float], object] | None = None  # what a Freeze step does (advance a fake clock)
     # Commits that do not wait (begin_commit): what was begun, and whether one stays in flight until
-    # end_commit() (hold_commits) or even while a barrier waits for it (stuck_commits).
+    # end_commit() (hold_commits: the real client serves its result in a later poll/consume).
     begun: list[dict[TopicPartition, int]] = field(default_factory=list)
     hold_commits: bool = False
-    stuck_commits: bool = False
     _in_flight: dict[TopicPartition, int] | None = None
     _result: CommitResult | None = None
     _callbacks: dict[str, RebalanceCallback] = field(default_factory=dict)
@@ -257,7 +256,7 @@ class FakeAdapter:
 
     def begin_commit(self, offsets: Mapping[TopicPartition, int]) -> None:
         """Commits at once (a commit that ends before anyone looks), unless ``hold_commits``: then it
-        stays in flight until :meth:`end_commit`, or until a barrier waits for it."""
+        stays in flight until :meth:`end_commit`."""
         assert self._in_flight is None and self._result is None, "a second commit in flight"
         self.begun.append(dict(offsets))
         self._in_flight = dict(offsets)
@@ -275,9 +274,7 @@ class FakeAdapter:
         else:
             self._result = CommitResult(offsets, None)
 
-    def commit_result(self, wait_s: float = 0.0) -> CommitResult | None:
-        if self._in_flight is not None and wait_s > 0 and not self.stuck_commits:
-            self.end_commit()
+    def commit_result(self) -> CommitResult | None:
         result, self._result = self._result, None
         return result
 

@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 from static_consumer import admin
 from static_consumer._kafka import kafka_python
 from static_consumer._kafka.kafka_python import translate
-from static_consumer.admin._ordinals import instance_id_for, ordinal_of, ordinal_pattern
+from static_consumer.admin._ordinals import instance_id_for, ordinal_of, ordinal_pattern, worker_of
 from static_consumer.errors import (
     BrokerUnavailableError,
     CapabilityError,
@@ -171,8 +171,36 @@ def test_scale_down_follows_the_instance_id_template(fake: list[FakeAdmin]) -> N
 def test_scale_down_needs_the_statefulset_name_for_pod_templates() -> None:
     with pytest.raises(ConfigurationError, match="StatefulSet name"):
         admin.scale_down(settings(), ordinals=[3])
-    with pytest.raises(ConfigurationError, match="replicas, ordinals or instance_ids"):
+    with pytest.raises(ConfigurationError, match="replicas, processes, ordinals or instance_ids"):
         admin.scale_down(settings(), statefulset="orders")
+
+
+POOLS = ["orders-0-0", "orders-0-1", "orders-0-2", "orders-1-0", "orders-1-1", "orders-1-2", "orders-10-0"]
+
+
+def test_scale_down_reads_pool_workers_as_members_of_their_pod(fake: list[FakeAdmin]) -> None:
+    fake.append(FakeAdmin(group_answer([*POOLS, "orders-canary-1-0", "orders-1-01"])))
+    result = admin.scale_down(settings(), replicas=1, statefulset="orders")
+    assert sorted(result.removed) == ["orders-1-0", "orders-1-1", "orders-1-2", "orders-10-0"]
+
+
+def test_scale_down_with_fewer_processes_removes_the_workers_that_went_away(fake: list[FakeAdmin]) -> None:
+    """N 3 -> 2: every pod's worker 2 goes, and so do the single-process ids the pools replaced."""
+    fake.append(FakeAdmin(group_answer([*POOLS, "orders-3", "billing-0-2"])))
+    result = admin.scale_down(settings(), processes=2, statefulset="orders")
+    assert sorted(result.removed) == ["orders-0-2", "orders-1-2", "orders-3"]
+    fake[0] = FakeAdmin(group_answer(POOLS))
+    both = admin.scale_down(settings(), replicas=1, processes=2, statefulset="orders")
+    assert sorted(both.removed) == ["orders-0-2", "orders-1-0", "orders-1-1", "orders-1-2", "orders-10-0"]
+
+
+def test_scale_down_by_ordinal_takes_the_pods_workers_too(fake: list[FakeAdmin]) -> None:
+    fake.append(FakeAdmin(group_answer(POOLS)))
+    result = admin.scale_down(settings(), ordinals=[1], statefulset="orders")
+    assert sorted(result.removed) == ["orders-1-0", "orders-1-1", "orders-1-2"]
+    assert result.absent == ("orders-1",)  # the pod's own id, not in the group: reported, not refused
+    with pytest.raises(ConfigurationError, match="processes must be >= 1"):
+        admin.scale_down(settings(), processes=0, statefulset="orders")
 
 
 # -------------------------------------------------------------------------- ordinals <-> instance ids
@@ -188,6 +216,15 @@ def test_every_ordinal_round_trips_through_the_template(template: str, ordinal: 
     if "{pod}" in template and "{ordinal}" in template and other != ordinal:
         # both spell the ordinal: an id whose two numbers disagree is no pod of this StatefulSet
         assert ordinal_of(f"c.orders-v2-{ordinal}.{other}", pattern) is None
+
+
+def test_pool_worker_ids_round_trip_through_every_template() -> None:
+    for template in ["{pod}", "{statefulset}-{ordinal}", "{group}-{ordinal}", "c.{pod}.{ordinal}"]:
+        pattern = ordinal_pattern(template, statefulset="orders-v2", group_id="orders")
+        pod_id = instance_id_for(template, 12, statefulset="orders-v2", group_id="orders")
+        assert (ordinal_of(f"{pod_id}-3", pattern), worker_of(f"{pod_id}-3", pattern)) == (12, 3)
+        assert (ordinal_of(pod_id, pattern), worker_of(pod_id, pattern)) == (12, None)
+        assert ordinal_of(f"{pod_id}-03", pattern) is None  # not a worker pool.worker_id would name
 
 
 def test_ordinal_pattern_rejects_other_statefulsets_and_leading_zeros() -> None:

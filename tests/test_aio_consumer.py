@@ -12,7 +12,20 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 import pytest
-from fakes import FENCED, MAX_POLL, MODERN, Assign, FakeAdapter, FakeFactory, Lose, Revoke, Step, rec, tp
+from fakes import (
+    FENCED,
+    MAX_POLL,
+    MODERN,
+    UNKNOWN_MEMBER,
+    Assign,
+    FakeAdapter,
+    FakeFactory,
+    Lose,
+    Revoke,
+    Step,
+    rec,
+    tp,
+)
 
 from static_consumer.aio import AsyncStaticConsumer, run_until_sigterm
 from static_consumer.consumer import State
@@ -20,6 +33,7 @@ from static_consumer.errors import FencedInstanceError
 from static_consumer.events import (
     Assigned,
     Closed,
+    CommitRefused,
     Joining,
     Lost,
     MembershipEvent,
@@ -426,4 +440,33 @@ def test_runner_ends_a_fenced_member_with_exit_82_semantics() -> None:
         run(lambda: run_until_sigterm(consumer, lambda b: handled.append(offsets(b)), poll_timeout_s=0.01))
     assert exit_code_for(raised.value) == 82
     assert handled == [[0]] and factory.last.commits == [{tp(0): 1}]
+    assert consumer.state is State.CLOSED
+
+
+def test_runner_goes_on_after_a_refused_commit_and_commits_nothing_it_lost() -> None:
+    """The asyncio runner rides out a commit refused after a lost session as the sync runner does: a
+    CommitRefused event on the loop's stream, no exit, and never a commit for the lost partition."""
+    consumer, factory = make(
+        [Assign((tp(0),)), rec(0, 0), None, Lose((tp(0),)), Assign((tp(1),)), rec(1, 5), None, rec(1, 6)]
+    )
+    handled: list[list[int]] = []
+
+    async def main() -> list[MembershipEvent]:
+        events = consumer.events()
+
+        def handle(batch: RecordBatch) -> None:
+            handled.append(offsets(batch))
+            if len(handled) == 1:  # the session ends while the first batch is processed
+                factory.last.commit_failures.append(UNKNOWN_MEMBER)
+            if len(handled) == 3:
+                os.kill(os.getpid(), signal.SIGTERM)
+
+        await run_until_sigterm(consumer, handle, max_records=10, poll_timeout_s=0.01)
+        return [event async for event in events]
+
+    events = run(main)
+    assert handled == [[0], [5], [6]]
+    refused = [e for e in events if isinstance(e, CommitRefused)]
+    assert [(e.error, e.partitions) for e in refused] == [("UNKNOWN_MEMBER_ID", (tp(0),))]
+    assert factory.last.commits == [{tp(1): 6}, {tp(1): 7}]
     assert consumer.state is State.CLOSED

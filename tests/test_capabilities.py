@@ -95,8 +95,10 @@ def test_old_broker_with_warn_falls_back_to_dynamic_with_a_warning() -> None:
 def test_session_timeout_below_broker_minimum(policy: str) -> None:
     with pytest.raises(SessionTimeoutOutOfBoundsError) as info:
         decide(make(static_policy=policy, session_timeout_ms=500), KAFKA_431)
-    assert "[1000, 1800000]" in str(info.value) and "set session_timeout_ms" in str(info.value)
+    assert "[1000, 1800000]" in str(info.value) and "Set session_timeout_ms" in str(info.value)
     assert info.value.kafka_error_code == 26
+    # A configuration error (exit 78: change the setting), still caught as a CapabilityError.
+    assert info.value.exit_code == 78 and isinstance(info.value, CapabilityError)
 
 
 def test_session_timeout_above_old_broker_maximum() -> None:
@@ -108,7 +110,8 @@ def test_session_timeout_above_old_broker_maximum() -> None:
 def test_unknown_bounds_are_a_warning_not_a_failure() -> None:
     caps = replace(KAFKA_431, group_min_session_timeout_ms=None, group_max_session_timeout_ms=None)
     decision = decide(make(session_timeout_ms=500), caps)
-    assert decision.static and any("unchecked" in w for w in decision.warnings)
+    assert decision.static and any("not checked before joining" in w for w in decision.warnings)
+    assert any("DESCRIBE_CONFIGS on the Cluster" in w for w in decision.warnings)
 
 
 def test_classic_warns_when_a_restart_outlasts_the_session() -> None:

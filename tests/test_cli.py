@@ -197,7 +197,7 @@ def test_probe_exit_code_follows_the_configured_policy_on_an_old_broker() -> Non
 
 def test_probe_refuses_a_session_timeout_outside_the_broker_bounds() -> None:
     code, out, _ = run(["probe", "--session-timeout-ms", "500"], Recorder(probe=KAFKA_431))
-    assert code == 69
+    assert code == 78
     assert "* classic  require  refused (SessionTimeoutOutOfBoundsError" in out
 
 
@@ -279,7 +279,9 @@ def test_scale_down_passes_the_selection_and_template() -> None:
     assert run([*argv, "--instance-id-template", "{statefulset}-{ordinal}"], rec)[0] == 0
     _, settings, args, kwargs = rec.calls[0]
     assert settings.instance_id_template == "{statefulset}-{ordinal}" and args == ("orders",)
-    assert kwargs == {"replicas": 1, "ordinals": [4], "statefulset": "web"}
+    assert kwargs == {"replicas": 1, "ordinals": [4], "statefulset": "web", "processes": None}
+    assert run([*argv, "--processes", "2"], rec)[0] == 0
+    assert rec.calls[1][3]["processes"] == 2
 
 
 def test_unreachable_brokers_exit_75_and_unexpected_errors_exit_70() -> None:

@@ -1,26 +1,24 @@
 """Commits that do not wait for the broker (``_core/ownership.py``), on the fake adapter with its commits
-held in flight: at most one in flight, what is asked for meanwhile goes when it ended, failures come back
-from the next call, and everything that commits synchronously waits for the one in flight first.
+held in flight: at most one in flight, what is asked for meanwhile goes once its result was read,
+failures come back from the next call, and everything that commits synchronously (a revoke, close,
+``asynchronous=False``) sends every processed offset on the calling thread without waiting for the one in
+flight, whose result then counts for nothing.
 
-The real client's side (a thread of its own committing one at a time) is ``test_committer_thread``
-below; the promises on a real broker are in integration/test_commits.py."""
+The real client's side (librdkafka's asynchronous commit, its result from on_commit) is
+``test_confluent_adapter_*`` below; the promises on a real broker are in integration/test_commits.py."""
 
 from __future__ import annotations
 
-import threading
-import time
-from collections.abc import Mapping
-
+import confluent_kafka
 import pytest
 from fakes import FENCED, TRANSPORT_ERROR, Assign, FakeClock, Lose, Revoke, rec, tp
 from test_consumer_unit import consumer
 
-from static_consumer._core.confluent import _Committer
-from static_consumer._core.seam import AdapterError, PollError
+from static_consumer._core.confluent import ConfluentAdapter
+from static_consumer._core.seam import PollError
 from static_consumer.consumer import State
 from static_consumer.errors import CommitFailedError, FencedInstanceError, RetriableError
 from static_consumer.events import Fenced
-from static_consumer.types import TopicPartition
 
 REBALANCING = PollError(27, "REBALANCE_IN_PROGRESS", "Broker: Group rebalance in progress", False, False)
 
@@ -89,17 +87,28 @@ def test_a_fence_found_by_a_commit_in_flight_ends_the_next_consume_before_record
     assert adapter.commits == [] and len(adapter.begun) == 1  # nothing sent after the fence
 
 
-def test_a_revoke_waits_for_the_commit_in_flight_before_it_commits_the_revoked_partitions() -> None:
-    c, factory, _ = consumer([Assign((tp(0), tp(1))), rec(0, 1), rec(1, 1), Revoke((tp(0), tp(1))), None])
+def test_a_revoke_commits_everything_processed_at_once_and_the_commit_in_flight_counts_for_nothing() -> None:
+    both = (tp(0), tp(1))
+    script = [Assign(both), rec(0, 1), rec(1, 1), Revoke(both), None, Assign((tp(0),)), rec(0, 2)]
+    c, factory, _ = consumer(script)
     with c:
         adapter = factory.last
         adapter.hold_commits = True
         batch = c.consume(2, 0.1)
-        c.commit(batch[:1])
+        c.commit(batch[:1])  # in flight: nothing serves its result inside the revoke callback
         c.mark_processed(batch[1])  # processed, not committed yet: the revoke commits it
-        c.consume(1, 0.1)  # runs the revoke
-        assert adapter.commits == [{tp(0): 2}, {tp(1): 2}]  # the one in flight ended first
+        c.consume(1, 0.1)  # runs the revoke: no wait, a synchronous commit of both
+        assert adapter.commits == [{tp(0): 2, tp(1): 2}]
         assert c.assignment == frozenset()
+        again = c.consume(1, 0.1)
+        c.commit(again)  # owed: nothing more goes while the first one's result was not read
+        assert adapter.begun == [{tp(0): 2}]
+        adapter.commit_failures.append(REBALANCING)
+        adapter.end_commit()  # its result (a failure) counts for nothing: the revoke's commit covered it
+        assert c.consume(1, 0.1) == []  # reads it and sends what is owed
+        assert adapter.begun == [{tp(0): 2}, {tp(0): 3}]
+        adapter.end_commit()
+        assert c.commit() == {}
 
 
 def test_a_commit_in_flight_when_its_partition_is_lost_does_not_count_for_it_once_assigned_again() -> None:
@@ -117,55 +126,56 @@ def test_a_commit_in_flight_when_its_partition_is_lost_does_not_count_for_it_onc
     assert adapter.commits == [{tp(0): 11}, {tp(0): 11}]
 
 
-def test_close_waits_for_the_commit_in_flight_and_commits_everything_processed() -> None:
-    c, factory, recorder = consumer([Assign((tp(0), tp(1))), rec(0, 1), rec(1, 1), rec(0, 2)])
+def test_close_commits_everything_processed_without_waiting_for_the_commit_in_flight() -> None:
+    c, factory, _ = consumer([Assign((tp(0), tp(1))), rec(0, 1), rec(1, 1), rec(0, 2)])
     c.start()
     adapter = factory.last
     adapter.hold_commits = True
     c.commit(c.consume(2, 0.1))
     c.commit(c.consume(1, 0.1))  # owed
     c.close()
-    assert adapter.commits == [{tp(0): 2, tp(1): 2}, {tp(0): 3}]
+    assert adapter.commits == [{tp(0): 3, tp(1): 2}]  # the one in flight never ended: covered anyway
 
 
-def test_a_synchronous_commit_waits_for_the_one_in_flight_and_for_its_own_answer() -> None:
-    c, factory, _ = consumer([Assign((tp(0),)), rec(0, 1), rec(0, 2)])
+def test_a_synchronous_commit_covers_the_one_in_flight_and_waits_for_its_own_answer() -> None:
+    c, factory, _ = consumer([Assign((tp(0),)), rec(0, 1), rec(0, 2), None])
     with c:
         adapter = factory.last
         adapter.hold_commits = True
         c.commit(c.consume(1, 0.1))
         assert c.commit(c.consume(1, 0.1), asynchronous=False) == {tp(0): 3}
-        assert adapter.commits == [{tp(0): 2}, {tp(0): 3}]
+        assert adapter.commits == [{tp(0): 3}]
+        adapter.commit_failures.append(TRANSPORT_ERROR)
+        adapter.end_commit()  # the covered commit failed: not raised, its offsets are committed already
+        assert c.consume(1, 0.1) == []
+        assert c.commit() == {}
         adapter.commit_failures.append(REBALANCING)
         c.mark_processed(rec(0, 3))
         with pytest.raises(CommitFailedError):
             c.commit(asynchronous=False)
 
 
-def test_explicit_offsets_are_sent_as_given_after_the_commit_in_flight() -> None:
+def test_explicit_offsets_while_a_commit_is_in_flight_are_sent_synchronously_as_given() -> None:
     c, factory, _ = consumer([Assign((tp(0),)), rec(0, 7)])
     with c:
         adapter = factory.last
         adapter.hold_commits = True
         c.commit(c.consume(1, 0.1))
-        assert c.commit({tp(0): 3}) == {tp(0): 3}  # lower on purpose (a rewind): it goes after 8
-        adapter.end_commit()
-        assert adapter.commits == [{tp(0): 8}, {tp(0): 3}]
+        assert c.commit({tp(0): 3}) == {tp(0): 3}  # lower on purpose (a rewind): after 8, on one connection
+        assert adapter.commits == [{tp(0): 3}] and adapter.begun == [{tp(0): 8}]
 
 
-def test_a_commit_that_never_ends_keeps_the_synchronous_ones_from_overtaking_it(
-    caplog: pytest.LogCaptureFixture,
-) -> None:
-    c, factory, _ = consumer([Assign((tp(0),)), rec(0, 1), rec(0, 2)], settings=None, clock=time.monotonic)
+def test_a_commit_whose_result_never_comes_blocks_no_synchronous_commit_and_no_close() -> None:
+    c, factory, _ = consumer([Assign((tp(0),)), rec(0, 1), rec(0, 2), rec(0, 3)])
     c.start()
     adapter = factory.last
-    adapter.hold_commits = adapter.stuck_commits = True
+    adapter.hold_commits = True
     c.commit(c.consume(1, 0.1))
-    with pytest.raises(RetriableError, match="has not ended"):
-        c.commit(c.consume(1, 0.1), asynchronous=False)
-    c.close(timeout_s=0.01)
-    assert adapter.commits == []  # close did not commit past the stuck one
-    assert "not committing processed offsets on close" in caplog.text
+    assert c.commit(c.consume(1, 0.1), asynchronous=False) == {tp(0): 3}
+    c.commit(c.consume(1, 0.1))  # owed: still one in flight
+    c.close()
+    assert adapter.begun == [{tp(0): 2}]
+    assert adapter.commits == [{tp(0): 3}, {tp(0): 4}]
 
 
 def test_a_commit_longer_than_the_stall_threshold_after_the_last_call_waits_for_the_broker() -> None:
@@ -200,31 +210,37 @@ def test_a_commit_refused_as_fenced_by_the_clients_own_lost_session_is_refused_b
         assert [r.offset for r in c.consume(1, 0.1)] == [1]  # redelivered by the new client
 
 
-# -- the real client's committer: a thread of its own, one commit at a time --------------------------------
+# -- the real client: librdkafka's asynchronous commit, its result from on_commit -------------------------
 
 
-def test_committer_thread_commits_off_the_calling_thread_and_reports_each_result_once() -> None:
-    release = threading.Event()
-    seen: list[tuple[str, Mapping[TopicPartition, int]]] = []
+class _Commits:
+    """Stands in for the client's commit only (no broker: a real one would wait for a coordinator)."""
 
-    def commit(offsets: Mapping[TopicPartition, int]) -> None:
-        release.wait(5)
-        seen.append((threading.current_thread().name, offsets))
-        if offsets.get(tp(0)) == 3:
-            raise AdapterError(REBALANCING)
+    def __init__(self) -> None:
+        self.calls: list[tuple[list[tuple[str, int, int]], bool]] = []
 
-    committer = _Committer(commit)
+    def commit(self, *, offsets: list[confluent_kafka.TopicPartition], asynchronous: bool) -> None:
+        self.calls.append(([(p.topic, p.partition, p.offset) for p in offsets], asynchronous))
+
+
+def test_confluent_adapter_commits_asynchronously_and_reads_the_result_from_on_commit_once() -> None:
+    adapter = ConfluentAdapter({"bootstrap.servers": "127.0.0.1:1", "group.id": "g", "log_level": 0})
+    client, commits = adapter._consumer, _Commits()
+    adapter._consumer = commits  # type: ignore[assignment]
     try:
-        committer.begin({tp(0): 2})
-        assert committer.result(0.0) is None  # under way
-        assert committer.result(0.05) is None  # still under way after a bounded wait
-        release.set()
-        done = committer.result(5.0)
+        adapter.begin_commit({tp(0): 2})
+        assert commits.calls == [([("t", 0, 2)], True)]
+        assert adapter.commit_result() is None  # under way: no poll served it yet
+        adapter._on_commit(None, [confluent_kafka.TopicPartition("t", 0, 2)])  # as a poll serves it
+        done = adapter.commit_result()
         assert done is not None and done.offsets == {tp(0): 2} and done.error is None
-        assert committer.result(0.0) is None  # read once
-        committer.begin({tp(0): 3})
-        failed = committer.result(5.0)
-        assert failed is not None and failed.error == REBALANCING
+        assert adapter.commit_result() is None  # read once
+        adapter._on_commit(None, [])  # no commit of ours in flight: ignored
+        assert adapter.commit_result() is None
+        adapter.begin_commit({tp(0): 3})
+        adapter._on_commit(confluent_kafka.KafkaError(27), [confluent_kafka.TopicPartition("t", 0, 3)])
+        failed = adapter.commit_result()
+        assert failed is not None and failed.offsets == {tp(0): 3}
+        assert failed.error is not None and failed.error.name == "REBALANCE_IN_PROGRESS"
     finally:
-        committer.stop()
-    assert [name for name, _ in seen] == ["static-consumer-commit"] * 2
+        client.close()

@@ -65,6 +65,32 @@ asyncio.run(main())
 print(json.dumps(sorted(sys.modules)))
 """
 
+# A pool worker on the fake, in the process `static-consumer run` is: the script's module loaded first.
+CONSUME_IN_A_POOL = """
+import json, os, signal, sys, tempfile
+sys.path.insert(0, {tests!r})
+from fakes import MODERN, Assign, FakeFactory, rec, tp
+import static_consumer.command  # the static-consumer script's module
+from static_consumer import ConsumerSettings, StaticConsumer
+from static_consumer.pool import ProcessPool
+
+out = tempfile.NamedTemporaryFile(delete=False).name
+
+def make(settings, listeners):
+    return StaticConsumer(settings, listeners=listeners, env={{"POD_NAME": "app-0"}},
+                          adapter_factory=FakeFactory([Assign((tp(0),)), rec(0, 0)]), probe=lambda s: MODERN)
+
+def handle(batch):  # in the worker: what it has loaded, then the pod's SIGTERM
+    with open(out, "w") as f:
+        json.dump(sorted(sys.modules), f)
+    os.kill(os.getppid(), signal.SIGTERM)
+
+settings = ConsumerSettings(bootstrap_servers="127.0.0.1:9092", group_id="g", topics=("t",))
+pool = ProcessPool(settings, handle, processes=1, env={{"POD_NAME": "app-0"}}, consumer_factory=make)
+assert pool.run() == 0
+print(open(out).read())
+"""
+
 NOT_ON_THE_CONSUMER_PATH = (
     "kafka",  # kafka-python: the capability probe and the broker calls only
     "confluent_kafka.admin",
@@ -106,6 +132,13 @@ def test_consuming_on_a_fake_client_loads_no_kafka_client_no_operator_tools_and_
 def test_the_asyncio_consumer_loads_nothing_more_than_the_sync_one_does() -> None:
     modules = _modules_after(CONSUME_ASYNC_ON_A_FAKE)
     assert "static_consumer.aio.consumer" in modules and "static_consumer._core.ownership" in modules
+    for name in (*NOT_ON_THE_CONSUMER_PATH, "confluent_kafka"):
+        assert _loaded(modules, name) == [], name
+
+
+def test_a_pool_worker_of_the_run_command_loads_nothing_more_than_a_single_consumer() -> None:
+    modules = _modules_after(CONSUME_IN_A_POOL)
+    assert "static_consumer.pool._worker" in modules and "static_consumer._core.ownership" in modules
     for name in (*NOT_ON_THE_CONSUMER_PATH, "confluent_kafka"):
         assert _loaded(modules, name) == [], name
 

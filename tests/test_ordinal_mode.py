@@ -13,7 +13,12 @@ from fakes import MODERN, OLD, TRANSPORT_ERROR, UNKNOWN_MEMBER, FakeAdapter, Ste
 from assignors import ordinal_plan_all
 from static_consumer._core.seam import PollError
 from static_consumer.consumer import State, StaticConsumer
-from static_consumer.errors import CommitFailedError, ConfigurationError, FatalConsumerError, RetriableError
+from static_consumer.errors import (
+    AuthorizationError,
+    CommitFailedError,
+    ConfigurationError,
+    RetriableError,
+)
 from static_consumer.events import Assigned, Closed, MembershipEvent, MembershipListener, Revoked
 from static_consumer.settings import ConsumerSettings
 from static_consumer.types import TopicPartition
@@ -264,7 +269,7 @@ def test_metadata_unreadable_for_connect_timeout_is_retriable_and_closes_the_cli
 def test_a_refused_metadata_read_is_fatal_at_once() -> None:
     denied = PollError(29, "TOPIC_AUTHORIZATION_FAILED", "Broker: Topic authorization failed", False, False)
     c, factory, slept = _failing_start([denied], Clock())
-    with pytest.raises(FatalConsumerError, match="TOPIC_AUTHORIZATION_FAILED"):
+    with pytest.raises(AuthorizationError, match="TOPIC_AUTHORIZATION_FAILED.*grant DESCRIBE on Topic 't'"):
         c.start()
     assert slept == [] and factory.last.calls[-1] == "close"
 

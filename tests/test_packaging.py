@@ -66,7 +66,10 @@ def test_the_lab_wheel_holds_the_harness_its_broker_files_and_the_demo(wheels: W
         "static_consumer_lab/child.py",
         "static_consumer_lab/pom.xml",  # read through importlib.resources by the JVM harness
         "static_consumer_lab/log4j2.yaml",
-        "static_consumer_lab/docker-compose.yml",
+        "static_consumer_lab/container/docker-compose.yml",
+        "static_consumer_lab/container/Dockerfile",
+        "static_consumer_lab/container/kafka-run",
+        "static_consumer_lab/container/build-base.sh",
         "static_consumer_lab/py.typed",
         "static_consumer_lab/demo/main.py",
     }

@@ -15,11 +15,13 @@ import static_consumer
 EXPECTED = {
     "Assigned",
     "AuthenticationError",
+    "AuthorizationError",  # issue 27: a missing ACL, named
     "BrokerCapabilities",
     "BrokerUnavailableError",
     "CapabilityError",
     "Closed",
     "CommitFailedError",
+    "CommitRefused",  # issue 27: a refused commit, which the loops ride out
     "ConfigurationError",
     "ConsumerClosedError",
     "ConsumerSettings",
@@ -49,6 +51,7 @@ EXPECTED = {
     "Revoked",
     "SessionTimeoutOutOfBoundsError",
     "Stalled",  # issue 22: the stall guard's event
+    "StandingBy",  # issue 27: a member whose instance id a live process holds (duplicate_policy='wait')
     "State",
     "StaticConsumer",
     "StaticConsumerError",
@@ -154,3 +157,20 @@ def test_the_operator_tools_keep_their_import_path() -> None:
     from static_consumer.admin import audit_group, describe_group, remove_members, scale_down
 
     assert all(callable(f) for f in (audit_group, describe_group, remove_members, scale_down))
+
+
+def test_the_process_pool_exports_exactly_its_surface() -> None:
+    from static_consumer import pool
+
+    assert set(pool.__all__) == {
+        "PoolStatus",
+        "ProcessPool",
+        "RestartPolicy",
+        "StatusFiles",
+        "WorkerInfo",
+        "WorkerStatus",
+        "plan_workers",
+        "run_pool",
+        "worker_id",
+    }
+    assert all(hasattr(pool, name) for name in pool.__all__)

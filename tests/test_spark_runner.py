@@ -5,15 +5,15 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import pytest
-from fakes import FENCED, MODERN, Assign, FakeFactory, Lose, Revoke, Step, rec, tp
+from fakes import FENCED, MODERN, UNKNOWN_MEMBER, Assign, FakeFactory, Lose, Revoke, Step, rec, tp
 
 from static_consumer.consumer import StaticConsumer
 from static_consumer.errors import FencedInstanceError
-from static_consumer.events import MembershipListener, Revoked
+from static_consumer.events import BatchProgress, CommitRefused, MembershipListener, Revoked
 from static_consumer.settings import ConsumerSettings
 from static_consumer.spark import BatchInfo, BatchLimits, FailurePolicy, MicroBatchRunner, OffsetRange
 
@@ -51,9 +51,12 @@ class Sink:
         self.factory, self.fail, self.delay_s = factory, fail, delay_s
         self.batches: list[tuple[list[tuple[int, int]], BatchInfo]] = []
         self.commits_seen: list[int] = []
+        self.on_call: Callable[[BatchInfo], object] | None = None  # e.g. what the broker does meanwhile
 
     def __call__(self, df: Any, info: BatchInfo) -> None:
         self.commits_seen.append(len(self.factory.last.commits))
+        if self.on_call is not None:
+            self.on_call(info)
         if self.fail:
             self.fail -= 1
             raise RuntimeError("sink down")
@@ -289,3 +292,46 @@ def test_a_fence_while_a_batch_is_in_flight_commits_nothing() -> None:
         runner.run()
     assert len(sink.batches) == 1  # the batch in flight was allowed to finish
     assert factory.last.commits == []
+
+
+class Refusals(MembershipListener):
+    def __init__(self) -> None:
+        self.refused: list[CommitRefused] = []
+        self.batches: list[BatchProgress] = []
+
+    def on_commit_refused(self, event: CommitRefused) -> None:
+        self.refused.append(event)
+
+    def on_batch(self, event: BatchProgress) -> None:
+        self.batches.append(event)
+
+
+def test_a_refused_commit_is_said_and_the_runner_goes_on() -> None:
+    """fn ran past the session, so the broker refuses the batch's commit (UNKNOWN_MEMBER_ID): a
+    CommitRefused event, the batch reported uncommitted (its records come again), and no exit: the next
+    batch is committed. (Partitions lost meanwhile are never committed: the test above.)"""
+    seen = Refusals()
+    runner, factory, sink, _ = make_runner(
+        [Assign((P0,)), rec(0, 0), rec(0, 1), rec(0, 2), None, rec(0, 3), rec(0, 4), rec(0, 5)],
+        listeners=[seen],
+    )
+    sink.on_call = lambda info: info.batch_id == 0 and factory.last.commit_failures.append(UNKNOWN_MEMBER)
+    summary = runner.run(max_batches=2)
+    assert summary.batches == 2
+    assert [(e.error, e.offsets) for e in seen.refused] == [("UNKNOWN_MEMBER_ID", ((P0, 3),))]
+    assert [b.committed for b in seen.batches] == [False, True]
+    assert factory.last.commits == [{P0: 6}]
+
+
+def test_the_batch_collected_meanwhile_loses_the_partitions_lost_with_the_refused_commit() -> None:
+    """Issue 27: fn outlived the session, so the next batch was collected (and taken) before the loss
+    was reported; its commit is refused. The next poll reports the partitions lost: the batch collected
+    meanwhile must lose their records before anything reaches fn (another member owns them now)."""
+    script: list[Step] = [Assign((P0, P1)), rec(0, 0), rec(1, 0), rec(0, 1), None]
+    meanwhile: list[Step] = [rec(1, 1), rec(0, 2), rec(1, 2)]  # fills the next batch: no more polls
+    after: list[Step] = [Lose((P0, P1)), Assign((P0,)), rec(0, 0), rec(0, 1), rec(0, 2)]
+    runner, factory, sink, _ = make_runner([*script, *meanwhile, *after], delay_s=0.3)
+    sink.on_call = lambda info: info.batch_id == 0 and factory.last.commit_failures.append(UNKNOWN_MEMBER)
+    runner.run(max_batches=2)
+    assert [pairs for pairs, _ in sink.batches] == [[(0, 0), (1, 0), (0, 1)], [(0, 0), (0, 1), (0, 2)]]
+    assert factory.last.commits == [{P0: 3}]

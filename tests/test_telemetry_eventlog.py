@@ -12,6 +12,7 @@ import pytest
 from static_consumer.events import (
     Assigned,
     Closed,
+    CommitRefused,
     Fenced,
     HeldAssignment,
     Joining,
@@ -107,6 +108,21 @@ def test_a_stall_line_says_the_gap_verdict_and_what_was_dropped_or_rewound() -> 
         0.012,
     )
     assert expired["rewound"] == [{"topic": "t", "partition": 1, "offset": 40}]
+
+
+def test_a_refused_commit_line_names_the_refusal_and_the_offsets_not_committed() -> None:
+    out = io.StringIO()
+    write(
+        EventLog(out, look_up_held=False),
+        CommitRefused(**fields(5.0, 3), offsets=((tps(1)[0], 40),), error="UNKNOWN_MEMBER_ID", reason="x"),
+    )
+    line = json.loads(out.getvalue())
+    assert (
+        ALWAYS <= line.keys() and line["event"] == "commit_refused" and line["error"] == "UNKNOWN_MEMBER_ID"
+    )
+    assert line["partitions"] == [{"topic": "t", "partition": 1}]
+    assert line["offsets"] == [{"topic": "t", "partition": 1, "offset": 40}]
+    assert line["rebalance"] is False and "failed" not in line
 
 
 def test_restart_appends_and_shows_the_generation_kept(tmp_path: Path) -> None:

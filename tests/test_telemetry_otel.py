@@ -22,6 +22,7 @@ from static_consumer.events import (
     Assigned,
     BatchProgress,
     Closed,
+    CommitRefused,
     Fenced,
     HeldAssignment,
     Joining,
@@ -201,6 +202,21 @@ def test_stalls_count_by_verdict_with_dropped_records_and_a_span(otel: Otel) -> 
     spans = [s for s in otel.spans.get_finished_spans() if s.name == "static_consumer.stall"]
     assert [s.status.status_code for s in spans] == [StatusCode.ERROR, StatusCode.UNSET]
     assert spans[0].start_time == 10 * 10**9 and spans[0].end_time == 20 * 10**9  # the gap and the check
+
+
+def test_refused_commits_count_by_kafka_error_and_change_no_membership_metric(otel: Otel) -> None:
+    otel.feed(
+        joining(0, HeldAssignment(False, (), "Stable")),
+        Assigned(**fields(1, 2), partitions=tps(2, 3)),
+        CommitRefused(**fields(20, 2), offsets=((tps(2)[0], 40),), error="UNKNOWN_MEMBER_ID"),
+        CommitRefused(**fields(21, 2), offsets=((tps(3)[0], 7),), error="ILLEGAL_GENERATION"),
+    )
+    assert otel.total("static_consumer.commits.refused") == 2
+    assert (
+        otel.total("static_consumer.commits.refused", **{"static_consumer.reason": "UNKNOWN_MEMBER_ID"}) == 1
+    )
+    assert otel.total("static_consumer.assigned_partitions") == 2  # the loss, not the refusal, moves them
+    assert otel.total("static_consumer.rebalances.failed") == 0
 
 
 def batch(at: float, batch_id: int, records: int, **extra: Any) -> BatchProgress:

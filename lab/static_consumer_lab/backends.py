@@ -1,28 +1,27 @@
-"""Where the test broker comes from: an existing cluster, Docker (pytest-docker), or the JVM harness.
+"""Where the test broker comes from: an existing cluster, a container, or the JVM harness.
 
-Order: ``KAFKA_BOOTSTRAP_SERVERS`` (an existing cluster) -> a reachable Docker engine (pytest-docker with
-the ``apache/kafka`` compose file) -> the JVM harness. ``STATIC_CONSUMER_BROKER=jvm|docker|external``
-forces one.
+``STATIC_CONSUMER_BROKER`` picks one: ``jvm``, ``docker`` (the locally built image under Docker Compose,
+:mod:`static_consumer_lab.containers`) or ``external`` (``KAFKA_BOOTSTRAP_SERVERS``). Unset, the
+order is: ``KAFKA_BOOTSTRAP_SERVERS`` -> the container when a Docker engine answers *and* a compose
+command answers *and* the image is built -> the JVM harness. When an engine answers but compose or the
+image is missing, the JVM harness runs and one warning line says what was missing; a chosen ``docker``
+with something missing is an error that says what (it builds a missing image first).
 """
 
 from __future__ import annotations
 
-import shutil
-import subprocess
-import time
+import sys
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
-from importlib import resources
-from pathlib import Path
 from typing import Literal, Protocol
 
-from static_consumer_lab._classpath import HarnessError, kafka_version
-from static_consumer_lab.jvm import JvmKafkaCluster
-from static_consumer_lab.kafka_ops import wait_for_metadata
+from static_consumer_lab._classpath import HarnessError
+from static_consumer_lab.containers import DockerStatus, container_cluster, docker_status
+from static_consumer_lab.jvm import JvmKafkaCluster, Profile
 
 Backend = Literal["external", "docker", "jvm"]
-DOCKER_KAFKA_PORT = 39092
+BACKENDS: tuple[Backend, ...] = ("jvm", "docker", "external")
 
 
 class KafkaCluster(Protocol):
@@ -52,90 +51,66 @@ class ExternalCluster:
         return "(existing cluster: its broker logs are not available here)"
 
 
-@dataclass
-class DockerCluster:
-    bootstrap_servers: str
-    compose_file: Path
-    version: str
-    start_seconds: float | None = None
-    backend: str = "docker"
-
-    def log_tail(self, lines: int = 40) -> str:
-        done = subprocess.run(
-            ["docker", "compose", "-f", str(self.compose_file), "logs", "--tail", str(lines)],
-            capture_output=True,
-            text=True,
-            timeout=30,
-            check=False,
-        )
-        return done.stdout + done.stderr
+@dataclass(frozen=True)
+class BackendChoice:
+    backend: Backend
+    warning: str | None = None  # one line, set when a Docker engine answered but was not used
 
 
-def docker_engine_reachable(timeout_s: float = 5.0) -> bool:
-    if shutil.which("docker") is None:
-        return False
-    try:
-        done = subprocess.run(
-            ["docker", "info", "--format", "{{.ServerVersion}}"],
-            capture_output=True,
-            timeout=timeout_s,
-            check=False,
-        )
-    except (subprocess.TimeoutExpired, OSError):
-        return False
-    return done.returncode == 0
-
-
-def select_backend(env: Mapping[str, str], docker_reachable: Callable[[], bool]) -> Backend:
+def select_backend(env: Mapping[str, str], docker: Callable[[], DockerStatus]) -> BackendChoice:
+    """The backend for ``env``; ``docker()`` is asked (once) only when the choice depends on it."""
     forced = env.get("STATIC_CONSUMER_BROKER", "").strip().lower()
     if forced:
-        if forced not in ("external", "docker", "jvm"):
+        if forced not in BACKENDS:
             raise HarnessError(f"STATIC_CONSUMER_BROKER={forced!r}: use jvm, docker or external")
         if forced == "external" and not env.get("KAFKA_BOOTSTRAP_SERVERS"):
             raise HarnessError("STATIC_CONSUMER_BROKER=external needs KAFKA_BOOTSTRAP_SERVERS")
-        return forced  # type: ignore[return-value]
+        return BackendChoice(forced)
     if env.get("KAFKA_BOOTSTRAP_SERVERS"):
-        return "external"
-    if docker_reachable():
-        return "docker"
-    return "jvm"
+        return BackendChoice("external")
+    status = docker()
+    if not status.engine:
+        return BackendChoice("jvm")  # no engine: the JVM harness is the plain default, nothing to say
+    missing = status.missing()
+    if missing is None:
+        return BackendChoice("docker")
+    return BackendChoice(
+        "jvm",
+        f"a Docker engine answers but {missing}: using the JVM harness "
+        "(STATIC_CONSUMER_BROKER=jvm or docker makes the choice explicit)",
+    )
 
 
-def compose_file() -> Path:
-    return Path(str(resources.files("static_consumer_lab").joinpath("docker-compose.yml")))
+def _warn_on_stderr(line: str) -> None:
+    print(f"static_consumer_lab: warning: {line}", file=sys.stderr, flush=True)
 
 
-@contextmanager
-def docker_cluster(compose: Path | None = None) -> Iterator[DockerCluster]:
-    """Start the ``apache/kafka`` compose service with pytest-docker and wait until it answers."""
-    from pytest_docker.plugin import get_docker_services
-
-    compose = compose or compose_file()
-    begun = time.monotonic()
-    with get_docker_services(
-        "docker compose",
-        str(compose),
-        docker_compose_project_name=f"static-consumer-{int(time.time())}",
-        docker_setup=["up -d"],
-        docker_cleanup=["down -v"],
-    ) as services:
-        port = services.port_for("kafka", DOCKER_KAFKA_PORT)
-        bootstrap = f"127.0.0.1:{port}"
-        cluster = DockerCluster(bootstrap, compose, version=kafka_version())
-        wait_for_metadata(bootstrap, timeout_s=120.0, describe=cluster.log_tail)
-        cluster.start_seconds = time.monotonic() - begun
-        yield cluster
+def _say_on_stderr(line: str) -> None:
+    print(f"static_consumer_lab: {line}", file=sys.stderr, flush=True)
 
 
 @contextmanager
-def local_cluster(env: Mapping[str, str], nodes: int = 1) -> Iterator[KafkaCluster]:
-    """A cluster for tests, benchmarks and the demo, from the first backend available."""
-    backend = select_backend(env, docker_engine_reachable)
-    if backend == "external":
+def local_cluster(
+    env: Mapping[str, str],
+    nodes: int = 1,
+    profile: Profile = "stock",
+    warn: Callable[[str], None] = _warn_on_stderr,
+) -> Iterator[KafkaCluster]:
+    """A cluster for tests, benchmarks and the demo, from the backend :func:`select_backend` picks.
+
+    ``profile``: ``stock`` (Apache Kafka's group settings) or ``lab`` (lowered group minimums; see
+    :mod:`static_consumer_lab.jvm`), on the JVM harness and the container alike; an existing cluster
+    (``external``) is whatever it is. The container backend runs one node: ``nodes > 1`` always runs on
+    the JVM harness.
+    """
+    choice = select_backend(env, docker_status)
+    if choice.warning is not None:
+        warn(choice.warning)
+    if choice.backend == "external":
         yield ExternalCluster(env["KAFKA_BOOTSTRAP_SERVERS"])
-    elif backend == "docker" and nodes == 1:
-        with docker_cluster() as cluster:
+    elif choice.backend == "docker" and nodes == 1:
+        with container_cluster(profile=profile, progress=_say_on_stderr) as cluster:
             yield cluster
     else:
-        with JvmKafkaCluster(nodes) as jvm:
+        with JvmKafkaCluster(nodes, profile=profile) as jvm:
             yield jvm

@@ -3,8 +3,9 @@
 ``python -m static_consumer_lab.child '<json spec>'``. Spec keys:
 
 - ``mode``: ``"confluent"`` (a plain confluent-kafka consumer, ``config`` is its librdkafka config),
-  ``"static"`` (a StaticConsumer, ``settings`` are ConsumerSettings fields, ``env`` its environment)
-  or ``"spark"`` (a Spark bridge pod, see :mod:`static_consumer_lab.child_spark`);
+  ``"static"`` (README's pod main: ``run_until_sigterm`` on a StaticConsumer, ``settings`` are
+  ConsumerSettings fields, ``env`` its environment; see :mod:`static_consumer_lab.child_static`) or
+  ``"spark"`` (a Spark bridge pod, see :mod:`static_consumer_lab.child_spark`);
 - ``topics``; ``commit``: commit processed offsets after each batch (default true);
 - ``batch``: records per batch; ``max_records``; ``max_runtime_s`` (default 300: every run ends);
 - ``process_s``: seconds each batch takes to process (a sleep between handing it out and committing);
@@ -12,8 +13,6 @@
   seconds written in it before its commit, and the file is removed (``blocking``, ``unblocked``); with a
   second number, at least the first and until a file ``<path>.release`` appears, at most the second;
 - ``leave_on_exit``: StaticConsumer.leave_group() instead of close() on SIGTERM;
-- ``go_on_after_refused_commit``: a refused commit (e.g. after a lost session, or partitions that moved
-  during the batch) is reported as ``commit_refused`` and consuming goes on, instead of ending the child;
 - ``event_log``: path of a JSONL membership event log; ``otel``: OpenTelemetry totals as ``metrics``;
 - ``hold``: import everything, emit ``held`` and wait for a line on stdin before starting the consumer;
 - ``workload``: per-record processing time, modelled state rebuilds and liveness ticks, with processing
@@ -24,6 +23,11 @@ commit_deferred (a transient commit failure: the offsets go with the next commit
 stalled (StaticConsumer's stall guard), blocking and unblocked (with ``block``), error, fenced, closed,
 metrics (with ``otel``), rebuild and alive (with ``workload``), held, exit. SIGTERM finishes the current
 batch, commits and closes.
+
+A refused commit (the partitions moved, or the session ended during the batch) never ends a child: the
+static mode's loop is the library's, which goes on (``commit_refused`` comes from its ``CommitRefused``
+event); the plain consumer goes on after a commit error that is not fatal, as a plain confluent-kafka
+application that catches it does (its records come again), and ends on a fatal one.
 """
 
 from __future__ import annotations
@@ -31,6 +35,7 @@ from __future__ import annotations
 import json
 import signal
 import sys
+import threading
 import time
 from collections.abc import Callable
 from typing import Any
@@ -38,11 +43,14 @@ from typing import Any
 from static_consumer_lab.child_work import Workload
 
 _stop = False
+_lines = threading.Lock()  # a workload's liveness ticks come from a thread of their own
 
 
 def emit(kind: str, **fields: Any) -> None:
-    sys.stdout.write(json.dumps({"kind": kind, "ts": time.time(), **fields}) + "\n")
-    sys.stdout.flush()
+    line = json.dumps({"kind": kind, "ts": time.time(), **fields}) + "\n"
+    with _lines:
+        sys.stdout.write(line)
+        sys.stdout.flush()
 
 
 def _on_sigterm(_signum: int, _frame: Any) -> None:
@@ -117,9 +125,9 @@ def run_confluent(spec: dict[str, Any]) -> int:
                         asynchronous=False,
                     )
                 except KafkaException as exc:
-                    if not spec.get("go_on_after_refused_commit") or exc.args[0].fatal():
+                    if exc.args[0].fatal():
                         raise
-                    emit("commit_refused", reason=str(exc))
+                    emit("commit_refused", error=exc.args[0].name(), reason=str(exc))
                     continue
                 emit("committed", offsets=[[t, p, o + 1] for (t, p), o in sorted(last.items())])
     finally:

@@ -9,6 +9,7 @@ from typing import Any
 from static_consumer.events import (
     Assigned,
     Closed,
+    CommitRefused,
     FatalError,
     Fenced,
     Joining,
@@ -70,6 +71,9 @@ class MetricsSnapshot(MembershipListener):
         self._after(event)
 
     def on_closed(self, event: Closed) -> None:
+        self._after(event)
+
+    def on_commit_refused(self, event: CommitRefused) -> None:
         self._after(event)
 
 

@@ -12,12 +12,13 @@ Spec keys besides the common ones (see :mod:`static_consumer_lab.child`):
   ``native_to`` (after the run, Spark's own Kafka source writes the topics there as Parquet),
   ``stop_session_at`` (stop the SparkSession inside that batch),
   ``hold_from_batch`` and ``hold_s`` (from that batch on, fn waits ``hold_s`` after writing: a window
-  in which the batch is in the sink but neither checkpointed as done nor committed, for a kill).
+  in which the batch is in the sink but neither checkpointed as done nor committed, for a kill),
+  ``block`` (as the static mode's: fn blocks once, after writing, when the trigger file appears).
 
-Events: ready, assigned, revoked, lost, fenced, closed, batch (batch_id, records, version, first and
-last offsets per partition), summary (with ``stop_s``, SIGTERM to run() returning), error (with the
-error class and exit code), exit. SIGTERM stops the runner (bounded by shutdown_timeout_s); the exit code
-says what happened (75: the session died).
+Events: ready, assigned, revoked, lost, fenced, closed, commit_refused, batch (batch_id, records,
+version, first and last offsets per partition), blocking and unblocked (with ``block``), summary (with
+``stop_s``, SIGTERM to run() returning), error (with the error class and exit code), exit. SIGTERM stops
+the runner (bounded by shutdown_timeout_s); the exit code says what happened (75: the session died).
 """
 
 from __future__ import annotations
@@ -29,7 +30,7 @@ from collections.abc import Callable
 from typing import Any
 
 from static_consumer import ConsumerSettings, MembershipListener, exit_code_for
-from static_consumer_lab.child_static import _Streamer
+from static_consumer_lab.child_static import _Streamer, block_if_asked
 
 Emit = Callable[..., None]
 
@@ -57,6 +58,7 @@ def _sink(spec: dict[str, Any], spark: Any, emit: Emit) -> Callable[[Any, Any], 
         offsets = {f"{tp.topic}:{tp.partition}": [r.first, r.last] for tp, r in info.offsets.items()}
         version = info.key.version if info.key is not None else None
         emit("batch", batch_id=info.batch_id, records=info.records, version=version, offsets=offsets)
+        block_if_asked(spec.get("block"), emit)
         if hold_from is not None and info.batch_id >= hold_from:
             emit("holding", batch_id=info.batch_id)
             time.sleep(hold_s)
@@ -93,7 +95,7 @@ def run_spark(spec: dict[str, Any], emit: Emit) -> int:
             delta=spec.get("sink") == "delta",
             conf={"spark.sql.shuffle.partitions": "2", **spec.get("conf", {})},
         )
-    listeners: list[MembershipListener] = [_Streamer(emit, None)]
+    listeners: list[MembershipListener] = [_Streamer(emit, None, ready_on_join=False)]  # ready: below
     if spec.get("event_log"):
         from static_consumer.telemetry import EventLog
 

@@ -1,8 +1,11 @@
-"""The ``static`` mode of the child consumer: a StaticConsumer whose membership events are streamed."""
+"""The ``static`` mode of the child consumer: the user loop, :func:`static_consumer.run_until_sigterm`, on a
+StaticConsumer whose membership events and commits are streamed. Tests, benchmarks and the demo run what
+a pod's main runs: no switch here changes what the library does."""
 
 from __future__ import annotations
 
 import os
+import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -11,24 +14,30 @@ from typing import Any
 from static_consumer import (
     Assigned,
     Closed,
-    CommitFailedError,
+    CommitRefused,
     ConsumerSettings,
     FatalError,
     Fenced,
-    FencedInstanceError,
+    Joining,
     Lost,
     MembershipListener,
+    Record,
+    RetriableError,
     Revoked,
     Stalled,
     StaticConsumer,
     StaticConsumerError,
     TopicPartition,
     exit_code_for,
+    install_sigterm_handler,
+    run_until_sigterm,
 )
-from static_consumer.shutdown import BatchCommitter
+from static_consumer.consumer import Commitable
+from static_consumer.shutdown import consume_until_stopped
 from static_consumer_lab.child_work import Workload
 
 Emit = Callable[..., None]
+POLL_S = 0.2  # the loop's poll timeout: short, so a stop request is seen soon
 
 
 def _tps(partitions: tuple[TopicPartition, ...]) -> list[list[Any]]:
@@ -36,11 +45,19 @@ def _tps(partitions: tuple[TopicPartition, ...]) -> list[list[Any]]:
 
 
 class _Streamer(MembershipListener):
-    """Streams membership events; ``generation`` is the group generation (classic) or member epoch."""
+    """Streams membership events; ``generation`` is the group generation (classic) or member epoch.
+    With ``ready_on_join``, the first ``Joining`` is streamed as ``ready`` (start() passed the identity and
+    capability checks and the client is subscribing)."""
 
-    def __init__(self, emit: Emit, work: Workload | None) -> None:
+    def __init__(self, emit: Emit, work: Workload | None, *, ready_on_join: bool = True) -> None:
         self.emit = emit
         self.work = work
+        self.ready = not ready_on_join
+
+    def on_joining(self, event: Joining) -> None:
+        if not self.ready:
+            self.ready = True
+            self.emit("ready", instance_id=event.instance_id, static=event.instance_id is not None)
 
     def on_assigned(self, event: Assigned) -> None:
         self.emit(
@@ -70,6 +87,11 @@ class _Streamer(MembershipListener):
 
     def on_closed(self, event: Closed) -> None:
         self.emit("closed", left_group=event.left_group)
+
+    def on_commit_refused(self, event: CommitRefused) -> None:
+        # The records come again (at-least-once); the user loop goes on.
+        offsets = sorted([tp.topic, tp.partition, o] for tp, o in event.offsets)
+        self.emit("commit_refused", error=event.error, reason=event.reason, offsets=offsets)
 
     def on_stalled(self, event: Stalled) -> None:
         rewound = sorted([tp.topic, tp.partition, offset] for tp, offset in event.rewound)
@@ -104,7 +126,70 @@ def block_if_asked(trigger: str | None, emit: Emit) -> None:
     emit("unblocked")
 
 
+class _Reporting(StaticConsumer):
+    """A StaticConsumer whose commits are also streamed (``committed`` with the offsets the broker took,
+    ``commit_deferred`` for a transient failure). Observation only: the loop that calls commit() is the
+    library's own (:func:`run_until_sigterm`'s BatchCommitter); a refused commit is streamed from its
+    ``CommitRefused`` event (``_Streamer``)."""
+
+    def __init__(self, settings: ConsumerSettings, emit: Emit, **kwargs: Any) -> None:
+        super().__init__(settings, **kwargs)
+        self._emit = emit
+
+    def commit(self, what: Commitable = None, *, asynchronous: bool = False) -> dict[TopicPartition, int]:
+        called = time.time()
+        try:
+            sent = super().commit(what, asynchronous=asynchronous)
+        except RetriableError:
+            self._emit("commit_deferred")  # BatchCommitter keeps the offsets for the next commit
+            raise
+        self._emit(
+            "committed", offsets=sorted([tp.topic, tp.partition, o] for tp, o in sent.items()), called=called
+        )
+        return sent
+
+
+def _handler(
+    spec: dict[str, Any], emit: Emit, consumer: StaticConsumer, work: Workload | None
+) -> Callable[[list[Record]], None]:
+    """What the child does with a batch inside the user loop: stream it (or run the workload on it),
+    take ``process_s``, block when told, and stop the consumer after ``max_records``."""
+    max_records = spec.get("max_records")
+    seen = 0
+
+    def handle(records: list[Record]) -> None:
+        nonlocal seen
+        returned = time.time()  # handed out now: a freeze may come before the records event
+        seen += len(records)
+        if work is not None:
+            work.settle()
+            work.process([(r.topic, r.partition, r.offset, r.timestamp_ms) for r in records])
+        else:
+            emit("records", records=[[r.topic, r.partition, r.offset] for r in records], returned=returned)
+        time.sleep(float(spec.get("process_s", 0)))
+        block_if_asked(spec.get("block"), emit)
+        if max_records is not None and seen >= max_records:
+            consumer.stop()  # the batch is still committed, then the loop closes
+
+    return handle
+
+
+def _leave_after(consumer: StaticConsumer, handle: Callable[[list[Record]], None], batch: int) -> None:
+    """A scale-down pod (``leave_on_exit``): run_until_sigterm's loop and signal handler, then
+    ``leave_group()`` where run_until_sigterm closes."""
+    handler = install_sigterm_handler(consumer)
+    try:
+        consume_until_stopped(consumer, handle, max_records=batch, poll_timeout_s=POLL_S)
+        consumer.leave_group()
+    finally:
+        consumer.close()
+        handler.restore()
+
+
 def run_static(spec: dict[str, Any], emit: Emit, should_stop: Callable[[], bool]) -> int:
+    """Run the user loop, :func:`run_until_sigterm` (SIGTERM stops it, as in a pod), streaming what
+    happens; ``max_runtime_s`` and ``max_records`` stop it as a SIGTERM would. The exit code is
+    :func:`exit_code_for`'s, as in README's pod main."""
     settings = ConsumerSettings(**spec["settings"])
     work = Workload(spec["workload"], emit) if spec.get("workload") is not None else None
     listeners: list[MembershipListener] = [_Streamer(emit, work)]
@@ -116,59 +201,31 @@ def run_static(spec: dict[str, Any], emit: Emit, should_stop: Callable[[], bool]
         from static_consumer_lab.child_otel import otel_listeners
 
         listeners.extend(otel_listeners(emit))
-    consumer = StaticConsumer(settings, listeners=listeners, env=spec.get("env", {}))
-    committer = BatchCommitter(consumer)
-    deadline = time.monotonic() + float(spec.get("max_runtime_s", 300))
-    max_records = spec.get("max_records")
-    seen = 0
+    consumer = _Reporting(settings, emit, listeners=listeners, env=spec.get("env", {}))
+    handle = _handler(spec, emit, consumer, work)
+    batch = int(spec.get("batch", 500))
+    done = threading.Event()
+    timer = threading.Timer(float(spec.get("max_runtime_s", 300)), consumer.stop)  # every run ends
+    timer.daemon = True
+    timer.start()
+    if work is not None:  # liveness ticks, also while no record comes
+        threading.Thread(target=_tick, args=(work, done), daemon=True).start()
+    if should_stop():  # SIGTERM before the loop's own handler was installed
+        consumer.stop()
     try:
-        consumer.start()
-        emit("ready", instance_id=consumer.instance_id, static=consumer.static)
-        while (
-            not should_stop() and time.monotonic() < deadline and (max_records is None or seen < max_records)
-        ):
-            records = consumer.consume(int(spec.get("batch", 500)), 0.2)
-            returned = time.time()  # handed out now: a freeze may come before the records event
-            if work is not None:
-                work.tick()
-                work.settle()
-            if not records:
-                continue
-            seen += len(records)
-            if work is not None:
-                work.process([(r.topic, r.partition, r.offset, r.timestamp_ms) for r in records])
-            else:
-                handed = [[r.topic, r.partition, r.offset] for r in records]
-                emit("records", records=handed, returned=returned)
-            time.sleep(float(spec.get("process_s", 0)))
-            block_if_asked(spec.get("block"), emit)
-            if spec.get("commit", True):
-                called = time.time()
-                try:
-                    sent = committer.commit(records)  # like run_until_sigterm: rides out coordinator moves
-                except CommitFailedError as exc:
-                    if not spec.get("go_on_after_refused_commit"):
-                        raise
-                    emit("commit_refused", reason=str(exc))  # the records come again (at-least-once)
-                    continue
-                if sent is None:
-                    emit("commit_deferred")
-                else:
-                    emit(
-                        "committed",
-                        offsets=sorted([tp.topic, tp.partition, o] for tp, o in sent.items()),
-                        called=called,
-                    )
         if spec.get("leave_on_exit"):
-            consumer.leave_group()
+            _leave_after(consumer, handle, batch)
         else:
-            consumer.close()
+            run_until_sigterm(consumer, handle, max_records=batch, poll_timeout_s=POLL_S)
         return 0
-    except FencedInstanceError as exc:
-        emit("error", kind_of="FencedInstanceError", reason=str(exc), exit_code=exc.exit_code)
-        consumer.close()
-        return exit_code_for(exc)
-    except StaticConsumerError as exc:
+    except StaticConsumerError as exc:  # README's pod main: the exit code says what happened
         emit("error", kind_of=type(exc).__name__, reason=str(exc), exit_code=exc.exit_code)
-        consumer.close()
         return exit_code_for(exc)
+    finally:
+        done.set()
+        timer.cancel()
+
+
+def _tick(work: Workload, done: threading.Event) -> None:
+    while not done.wait(0.2):
+        work.tick()

@@ -22,7 +22,7 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
-from typing import IO, TYPE_CHECKING
+from typing import IO, TYPE_CHECKING, Literal
 
 from static_consumer_lab._classpath import Classpath, HarnessError, resolve_classpath
 from static_consumer_lab.kafka_ops import metadata
@@ -33,18 +33,50 @@ from static_consumer_lab.sasl import SaslUsers
 if TYPE_CHECKING:
     from static_consumer_lab.tls import SecureListeners
 
-# Settings that make group tests fast and deterministic: no initial rebalance delay, session timeouts
-# down to 1 s, small internal topics. Tests override any of them through ``extra_config``.
-GROUP_TEST_CONFIG: dict[str, str] = {
+Profile = Literal["stock", "lab"]
+
+# Apache Kafka 4.3.1's own defaults for group coordination (GroupCoordinatorConfig's *_DEFAULT constants,
+# read from the broker jar), written out so that a broker's profile can be read in its config: a
+# ``stock`` broker is what users run (hosted services do not let them lower these), and every number the
+# docs give for the consumer protocol comes from one.
+STOCK_GROUP_CONFIG: dict[str, str] = {
+    "group.initial.rebalance.delay.ms": "3000",
+    "group.min.session.timeout.ms": "6000",
+    "group.max.session.timeout.ms": "1800000",
+    "group.consumer.session.timeout.ms": "45000",
+    "group.consumer.min.session.timeout.ms": "45000",
+    "group.consumer.max.session.timeout.ms": "60000",
+    "group.consumer.heartbeat.interval.ms": "5000",
+    "group.consumer.min.heartbeat.interval.ms": "5000",
+    "group.consumer.max.heartbeat.interval.ms": "15000",
+}
+# The ``lab`` profile: group minimums lowered so that a test need not wait out 45 s sessions (KIP-848
+# groups then take a per-group session of a few seconds) and a classic group forms without the 3 s
+# initial delay. Only for tests whose point does not depend on the session length, and labelled so
+# (``@pytest.mark.lab_broker``); a number measured on it is labelled "lab" wherever it is quoted.
+LAB_GROUP_CONFIG: dict[str, str] = {
+    **STOCK_GROUP_CONFIG,
     "group.initial.rebalance.delay.ms": "0",
     "group.min.session.timeout.ms": "1000",
     "group.consumer.min.session.timeout.ms": "1000",
     "group.consumer.min.heartbeat.interval.ms": "500",
+}
+PROFILES: dict[str, dict[str, str]] = {"stock": STOCK_GROUP_CONFIG, "lab": LAB_GROUP_CONFIG}
+# Either profile: small internal topics and no auto-created topics (nothing here changes how groups
+# behave). Tests override any of these through ``extra_config``.
+HARNESS_CONFIG: dict[str, str] = {
     "offsets.topic.num.partitions": "6",
     "auto.create.topics.enable": "false",
     "num.partitions": "1",
     "log.segment.bytes": str(64 * 1024 * 1024),
 }
+
+
+def profile_config(profile: str) -> dict[str, str]:
+    """The broker settings of ``profile`` (``stock`` or ``lab``), on top of the harness's own."""
+    if profile not in PROFILES:
+        raise HarnessError(f"unknown broker profile {profile!r}: use one of {sorted(PROFILES)}")
+    return {**PROFILES[profile], **HARNESS_CONFIG}
 
 
 def free_ports(count: int) -> list[int]:
@@ -110,6 +142,9 @@ def new_cluster_id() -> str:
 class JvmKafkaCluster:
     """``nodes`` combined KRaft nodes on 127.0.0.1. Use as a context manager or call start()/stop().
 
+    ``profile`` is ``stock`` (Apache Kafka's group settings, the default) or ``lab`` (lowered group
+    minimums, see :data:`LAB_GROUP_CONFIG`).
+
     ``sasl`` adds a SASL_PLAINTEXT listener on every node (see :attr:`sasl_bootstrap_servers`) next to
     the PLAINTEXT one the harness itself uses; ``tls`` adds the TLS listeners of
     :mod:`static_consumer_lab.tls` (see :meth:`bootstrap_for`).
@@ -121,6 +156,7 @@ class JvmKafkaCluster:
         self,
         nodes: int = 1,
         *,
+        profile: Profile = "stock",
         extra_config: Mapping[str, str] | None = None,
         workdir: Path | None = None,
         start_timeout_s: float = 120.0,
@@ -130,6 +166,8 @@ class JvmKafkaCluster:
     ) -> None:
         if nodes < 1:
             raise ValueError("a cluster needs at least one node")
+        self.profile = profile
+        self._group_config = profile_config(profile)
         self._extra = dict(extra_config or {})
         self._owns_workdir = workdir is None
         self.workdir = Path(workdir or tempfile.mkdtemp(prefix="static-consumer-kafka-"))
@@ -339,7 +377,7 @@ class JvmKafkaCluster:
             "share.coordinator.state.topic.replication.factor": replication,
             "share.coordinator.state.topic.min.isr": "1",
             "default.replication.factor": replication,
-            **GROUP_TEST_CONFIG,
+            **self._group_config,
             **(self.sasl.broker_config() if self.sasl is not None else {}),
             **(self.tls.broker_config() if self.tls is not None else {}),
             **self._extra,

@@ -2,21 +2,46 @@
 
 Fixtures:
 
-- ``kafka_cluster`` (session): a real Apache Kafka broker: ``KAFKA_BOOTSTRAP_SERVERS`` if set, else the
-  ``apache/kafka`` image through pytest-docker when a Docker engine answers, else a KRaft broker on the
-  JVM from Maven Central jars. Never skipped: if no broker can start, the test errors with the broker log.
-- ``kafka_bootstrap_servers`` (session): its bootstrap string.
+- ``kafka_cluster``: the real Apache Kafka broker of the test, shared by the session's tests of one
+  *profile* and backend. Profile: ``stock`` (Apache Kafka's own group settings: 45 s KIP-848 sessions,
+  5 s heartbeats, a 3 s initial rebalance delay) unless the test is marked
+  ``@pytest.mark.lab_broker("why")``, which gives it the ``lab`` broker (group minimums lowered: 1 s
+  sessions, 500 ms heartbeats, no initial delay), for tests whose point does not depend on the session
+  length. Backend: the default one (``kafka_stock_cluster``/``kafka_lab_cluster``) unless the test is
+  parametrized onto the container (``@pytest.mark.parametrize("kafka_cluster", ["container"],
+  indirect=True)``: ``kafka_container_cluster``/``kafka_container_lab_cluster``). Each broker is started
+  at its first use and shared to the end of the session. Never skipped: if no broker can start, the test
+  errors with the broker log.
+- ``kafka_stock_cluster``, ``kafka_lab_cluster`` (session): the broker of each profile on the backend
+  :func:`~static_consumer_lab.backends.select_backend` picks: ``STATIC_CONSUMER_BROKER=jvm|docker|external``,
+  else ``KAFKA_BOOTSTRAP_SERVERS`` if set (both profiles: an existing cluster has the settings it has),
+  else the container when a Docker engine, a compose command and the locally built image are all there,
+  else a KRaft broker on the JVM from Maven Central jars (one warning line when an engine answered but
+  the rest was missing).
+- ``kafka_container_cluster``, ``kafka_container_lab_cluster`` (session): a KRaft broker of that profile
+  from the harness's locally built image (:mod:`static_consumer_lab.kafka_image`, built here if its tag is
+  missing) under Docker Compose, started through pytest-docker with its ``docker_compose_command``
+  fixture (when that command does not answer, the first of ``docker compose`` and ``docker-compose`` that
+  does, said in one line), on the host's network at 127.0.0.1; ``stop_node()``/``start_node()``/
+  ``restart_node()`` stop and start its container.
+- ``kafka_bootstrap_servers``: the bootstrap string of ``kafka_cluster``. ``kafka_profile``: ``"stock"``
+  or ``"lab"``.
 - ``kafka_topic_factory``: ``make_topic(partitions=1, prefix="t") -> name`` with a unique name.
 - ``kafka_group_id_factory``: ``make_group(prefix="g") -> group id``, unique.
 - ``kafka_consumer_process_factory``: ``start(spec, name=...) -> ConsumerProcess``; every child is killed
   at teardown.
-- ``kafka_jvm_cluster_factory``: ``start(nodes=3, extra_config={...}) -> JvmKafkaCluster`` for tests that
-  restart brokers or need other broker settings; stopped at teardown. ``kafka_jvm_module_cluster_factory``
+- ``kafka_jvm_cluster_factory``: ``start(nodes=3, extra_config={...}, profile="stock") -> JvmKafkaCluster``
+  for tests that restart brokers or need other broker settings (``profile="lab"``: the lowered group
+  minimums); stopped at teardown. ``kafka_jvm_module_cluster_factory``
   is the same, its clusters stopped at the end of the module: one cluster for several tests (each must
   leave it as it found it).
 - ``kafka_sasl_cluster`` (session): a one-node JVM cluster with a SASL_PLAINTEXT listener
   (``sasl_bootstrap_servers``; SCRAM-SHA-256 and PLAIN) next to its PLAINTEXT one; ``cluster.sasl``
   holds the users (``alice``, ``bob``) and their random, distinctive passwords.
+- ``kafka_acl_cluster`` (module): a one-node JVM cluster with KRaft's ``StandardAuthorizer``
+  (:mod:`static_consumer_lab.acls`): the harness's PLAINTEXT listener and the SASL user ``admin`` are super
+  users, the SASL user ``app`` has only the ACLs a test sets with ``cluster.only([...])``;
+  ``cluster.settings_fields()`` logs in as ``app``. Stopped at the end of the module.
 - ``spark_connect_server`` (session): a Spark Connect server on 127.0.0.1 started from PySpark's own
   launch script, with Spark's Kafka connector and (with delta-spark installed) Delta Lake; ``.url``.
 - ``spark_standalone_cluster`` (session): a standalone Spark master and one worker on 127.0.0.1;
@@ -40,9 +65,11 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 if TYPE_CHECKING:  # the harness is imported by the fixtures that use it, never at plugin load
+    from static_consumer_lab.acls import AclCluster
     from static_consumer_lab.backends import KafkaCluster
+    from static_consumer_lab.containers import ContainerKafkaCluster
     from static_consumer_lab.group import Group
-    from static_consumer_lab.jvm import JvmKafkaCluster
+    from static_consumer_lab.jvm import JvmKafkaCluster, Profile
     from static_consumer_lab.processes import ConsumerProcess
     from static_consumer_lab.spark import SparkConnectServer, StandaloneCluster
 
@@ -53,6 +80,9 @@ if TYPE_CHECKING:  # the harness is imported by the fixtures that use it, never 
 _clusters: list[Any] = []
 _summary: list[str] = []
 _REPORTER_NAME = "static_consumer-broker-reports"
+# The marker that gives a test the lab broker. Declare it in your pytest configuration (this repository's
+# pyproject.toml does) or run with warnings about an unknown marker: the plugin registers no hook.
+LAB_MARKER = "lab_broker"
 
 
 class _BrokerReports:
@@ -100,13 +130,32 @@ def _describe_start(cluster: Any) -> str:
     )
 
 
-@pytest.fixture(scope="session")
-def kafka_cluster(pytestconfig: pytest.Config) -> Iterator[KafkaCluster]:
+def _shared_cluster(pytestconfig: pytest.Config, profile: Profile) -> Iterator[KafkaCluster]:
     from static_consumer_lab.backends import local_cluster
 
-    with local_cluster(os.environ) as cluster:
+    warn = lambda line: _announce(pytestconfig, f"warning: {line}")  # noqa: E731
+    with local_cluster(os.environ, profile=profile, warn=warn) as cluster:
         _clusters.append(cluster)
-        _announce(pytestconfig, _describe_start(cluster))
+        _announce(pytestconfig, f"{profile} broker: " + _describe_start(cluster))
+        try:
+            yield cluster
+        finally:
+            _clusters.remove(cluster)
+
+
+def _container(
+    pytestconfig: pytest.Config, compose: str, project: str, profile: Profile
+) -> Iterator[ContainerKafkaCluster]:
+    from static_consumer_lab.containers import container_cluster
+
+    progress = lambda line: _announce(pytestconfig, line)  # noqa: E731
+    cluster = container_cluster(
+        compose, project=f"{project}-kafka-{profile}", profile=profile, progress=progress
+    )
+    with cluster:
+        _clusters.append(cluster)
+        start = _describe_start(cluster)
+        _announce(pytestconfig, f"{profile} broker: {start}; image {cluster.image}, `{cluster.compose}`")
         try:
             yield cluster
         finally:
@@ -114,6 +163,52 @@ def kafka_cluster(pytestconfig: pytest.Config) -> Iterator[KafkaCluster]:
 
 
 @pytest.fixture(scope="session")
+def kafka_stock_cluster(pytestconfig: pytest.Config) -> Iterator[KafkaCluster]:
+    """The shared broker with Apache Kafka's own group settings."""
+    yield from _shared_cluster(pytestconfig, "stock")
+
+
+@pytest.fixture(scope="session")
+def kafka_lab_cluster(pytestconfig: pytest.Config) -> Iterator[KafkaCluster]:
+    """The shared broker with lowered group minimums (tests marked ``lab_broker``)."""
+    yield from _shared_cluster(pytestconfig, "lab")
+
+
+@pytest.fixture(scope="session")
+def kafka_container_cluster(
+    pytestconfig: pytest.Config, docker_compose_command: str, docker_compose_project_name: str
+) -> Iterator[ContainerKafkaCluster]:
+    """The stock broker from the locally built image."""
+    yield from _container(pytestconfig, docker_compose_command, docker_compose_project_name, "stock")
+
+
+@pytest.fixture(scope="session")
+def kafka_container_lab_cluster(
+    pytestconfig: pytest.Config, docker_compose_command: str, docker_compose_project_name: str
+) -> Iterator[ContainerKafkaCluster]:
+    """The lab broker from the locally built image (tests marked ``lab_broker`` on the container)."""
+    yield from _container(pytestconfig, docker_compose_command, docker_compose_project_name, "lab")
+
+
+@pytest.fixture
+def kafka_profile(request: pytest.FixtureRequest) -> str:
+    """``lab`` for a test marked ``lab_broker``, else ``stock``."""
+    return "lab" if request.node.get_closest_marker(LAB_MARKER) is not None else "stock"
+
+
+@pytest.fixture
+def kafka_cluster(request: pytest.FixtureRequest, kafka_profile: str) -> KafkaCluster:
+    # The brokers themselves are the session fixtures asked for here: this one costs nothing per test.
+    backend = getattr(request, "param", "default")
+    if backend not in ("default", "container"):
+        raise ValueError(f"kafka_cluster parameter {backend!r}: use 'default' or 'container'")
+    lab = "_lab" if kafka_profile == "lab" else ""
+    name = f"kafka_container{lab}_cluster" if backend == "container" else f"kafka_{kafka_profile}_cluster"
+    cluster: KafkaCluster = request.getfixturevalue(name)
+    return cluster
+
+
+@pytest.fixture
 def kafka_bootstrap_servers(kafka_cluster: KafkaCluster) -> str:
     return kafka_cluster.bootstrap_servers
 
@@ -182,15 +277,18 @@ def kafka_consumer_process_factory(
 @pytest.fixture
 def kafka_group_factory(
     kafka_bootstrap_servers: str,
+    kafka_profile: str,
     kafka_topic_factory: Callable[..., str],
     kafka_group_id_factory: Callable[..., str],
     kafka_consumer_process_factory: Callable[..., ConsumerProcess],
 ) -> Callable[..., Group]:
     """``new(partitions, **options) -> Group``: members in child processes on a new topic with a new group
-    id, on the shared broker (``options`` are :class:`~static_consumer_lab.group.Group`'s fields)."""
+    id, on the test's shared broker (``options`` are :class:`~static_consumer_lab.group.Group`'s fields;
+    ``lab`` follows the broker's profile)."""
     from static_consumer_lab.group import Group
 
     def new(partitions: int, **options: Any) -> Group:
+        options.setdefault("lab", kafka_profile == "lab")
         return Group.new(
             kafka_consumer_process_factory,
             kafka_bootstrap_servers,
@@ -208,12 +306,14 @@ def _jvm_clusters(pytestconfig: pytest.Config) -> Iterator[Callable[..., JvmKafk
 
     started: list[JvmKafkaCluster] = []
 
-    def start(nodes: int = 3, extra_config: Mapping[str, str] | None = None) -> JvmKafkaCluster:
-        cluster = JvmKafkaCluster(nodes, extra_config=extra_config)
+    def start(
+        nodes: int = 3, extra_config: Mapping[str, str] | None = None, profile: Profile = "stock"
+    ) -> JvmKafkaCluster:
+        cluster = JvmKafkaCluster(nodes, extra_config=extra_config, profile=profile)
         started.append(cluster)
         _clusters.append(cluster)
         cluster.start()
-        _announce(pytestconfig, f"{nodes}-node " + _describe_start(cluster))
+        _announce(pytestconfig, f"{nodes}-node {profile} " + _describe_start(cluster))
         return cluster
 
     yield start
@@ -252,6 +352,20 @@ def kafka_sasl_cluster(pytestconfig: pytest.Config) -> Iterator[JvmKafkaCluster]
     finally:
         cluster.stop()
         _clusters.remove(cluster)
+
+
+@pytest.fixture(scope="module")
+def kafka_acl_cluster(pytestconfig: pytest.Config) -> Iterator[AclCluster]:
+    from static_consumer_lab.acls import start_acl_cluster
+
+    acl = start_acl_cluster()
+    _clusters.append(acl.cluster)
+    try:
+        _announce(pytestconfig, "ACL " + _describe_start(acl.cluster))
+        yield acl
+    finally:
+        acl.cluster.stop()
+        _clusters.remove(acl.cluster)
 
 
 @pytest.fixture(scope="session")

@@ -22,6 +22,11 @@ Facts this module relies on (librdkafka 2.16 against Kafka 4.3, checked on a rea
   refused JoinGroup again every 2 s, forever (Kafka 4.3.1).
 - A consumer that only ``assign()``s never joins its group: ``max.poll.interval.ms`` does not apply, and
   ``incremental_assign``/``incremental_unassign`` work outside a rebalance callback (ordinal mode).
+- A principal without an ACL: a refused FindCoordinator, JoinGroup (GROUP_AUTHORIZATION_FAILED) or Fetch
+  (TOPIC_AUTHORIZATION_FAILED, with the topic on the error event) comes from ``poll()`` as a non-fatal
+  error, and librdkafka tries again forever; under ``group.protocol=consumer`` a refused
+  ConsumerGroupHeartbeat is ``_FATAL`` with "Group authorization failed" in the text, or non-fatal
+  "Topic authorization failed" (a subscribed topic the principal may not describe), every heartbeat.
 - ``close()`` sends no LeaveGroup for a static member. ``unsubscribe()`` does under the classic protocol,
   but under the consumer protocol it sends a static leave (epoch -2) and the broker keeps the member
   until its session timeout, so removal there goes through an admin LeaveGroup by instance id.
@@ -30,17 +35,22 @@ Facts this module relies on (librdkafka 2.16 against Kafka 4.3, checked on a rea
 from __future__ import annotations
 
 import logging
-import queue
 import re
 import struct
-import threading
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, cast
 
 import confluent_kafka
 
 from static_consumer._core.seam import AdapterError, CommitResult, PollError, RebalanceCallback
-from static_consumer._kafka.codes import FATAL, FENCED_INSTANCE_ID, GROUP_ID_NOT_FOUND, UNRELEASED_INSTANCE_ID
+from static_consumer._kafka.codes import (
+    FATAL,
+    FENCED_INSTANCE_ID,
+    GROUP_AUTHORIZATION_FAILED,
+    GROUP_ID_NOT_FOUND,
+    TOPIC_AUTHORIZATION_FAILED,
+    UNRELEASED_INSTANCE_ID,
+)
 from static_consumer._records import wrap, wrap_one
 from static_consumer.settings._config import ConfigValue
 from static_consumer.types import Record, RecordBatch, RecordList, TopicPartition
@@ -52,12 +62,19 @@ LIBRDKAFKA_LOGGER = logging.getLogger("static_consumer.librdkafka")
 # description of the broker code, so match those descriptions rather than hand-copied strings.
 _CAUSES = {
     code: confluent_kafka.KafkaError(code).str().removeprefix("Broker: ")
-    for code in (FENCED_INSTANCE_ID, UNRELEASED_INSTANCE_ID, GROUP_ID_NOT_FOUND)
+    for code in (
+        FENCED_INSTANCE_ID,
+        UNRELEASED_INSTANCE_ID,
+        GROUP_ID_NOT_FOUND,
+        GROUP_AUTHORIZATION_FAILED,
+        TOPIC_AUTHORIZATION_FAILED,
+    )
 }
 
 
-def poll_error(err: confluent_kafka.KafkaError) -> PollError:
-    """Translate a librdkafka error into the project's type (the seam classifies it by the table)."""
+def poll_error(err: confluent_kafka.KafkaError, topic: str | None = None) -> PollError:
+    """Translate a librdkafka error into the project's type (the seam classifies it by the table);
+    ``topic``: the topic librdkafka attached to the error event, if any (a refused Fetch has one)."""
     code, reason = err.code(), err.str()
     cause = None
     if code == FATAL:
@@ -76,6 +93,7 @@ def poll_error(err: confluent_kafka.KafkaError) -> PollError:
         fatal=bool(err.fatal()) or code in (FATAL, FENCED_INSTANCE_ID),
         retriable=bool(err.retriable()),
         cause=cause,
+        topic=topic,
     )
 
 
@@ -88,7 +106,7 @@ def _record(msg: confluent_kafka.Message) -> Record:
 
 def _message(msg: confluent_kafka.Message) -> Record | PollError:
     err = msg.error()
-    return _record(msg) if err is None else poll_error(err)
+    return _record(msg) if err is None else poll_error(err, msg.topic())
 
 
 def _records(msgs: list[confluent_kafka.Message], topic: str | None) -> RecordList | list[Record | PollError]:
@@ -178,6 +196,7 @@ class ConfluentAdapter:
         self._errors: list[PollError] = []
         cfg: dict[str, Any] = dict(config)
         cfg["error_cb"] = self._on_error
+        cfg["on_commit"] = self._on_commit  # the result of begin_commit, served by poll/consume
         cfg["logger"] = LIBRDKAFKA_LOGGER
         try:
             self._consumer = confluent_kafka.Consumer(cfg)
@@ -189,7 +208,8 @@ class ConfluentAdapter:
         # messages of the old one until its rebalance runs.
         self._sources: set[str] = set()
         self._topic: str | None = None
-        self._committer: _Committer | None = None  # made with the first begin_commit
+        self._in_flight: dict[TopicPartition, int] | None = None  # the offsets begin_commit sent
+        self._result: CommitResult | None = None
 
     def _reading(self, topics: Iterable[str]) -> None:
         self._sources.update(topics)
@@ -278,12 +298,32 @@ class ConfluentAdapter:
                 raise AdapterError(poll_error(part.error))
 
     def begin_commit(self, offsets: Mapping[TopicPartition, int]) -> None:
-        if self._committer is None:
-            self._committer = _Committer(self.commit)
-        self._committer.begin(offsets)
+        # librdkafka's asynchronous commit: it reports to the consumer's queue, which this thread's next
+        # poll()/consume() serves (on_commit). No thread of our own: confluent-kafka (2.16) lets one
+        # thread at a time into a Consumer (re-entrant calls from its callbacks excepted), so a commit
+        # on another thread would wait for every poll in progress, a revoke inside one included.
+        # Only asynchronous commits call on_commit (a synchronous one has its own result callback).
+        new = confluent_kafka.TopicPartition
+        parts = [new(tp.topic, tp.partition, offset) for tp, offset in offsets.items()]
+        try:
+            self._consumer.commit(offsets=parts, asynchronous=True)
+        except confluent_kafka.KafkaException as exc:
+            raise _raise(exc) from None
+        self._in_flight, self._result = dict(offsets), None
 
-    def commit_result(self, wait_s: float = 0.0) -> CommitResult | None:
-        return None if self._committer is None else self._committer.result(wait_s)
+    def _on_commit(
+        self, err: confluent_kafka.KafkaError | None, parts: list[confluent_kafka.TopicPartition]
+    ) -> None:
+        sent, self._in_flight = self._in_flight, None
+        if sent is None:
+            return  # none of ours in flight (the core begins one at a time)
+        if err is None:
+            err = next((p.error for p in parts if p.error is not None), None)
+        self._result = CommitResult(sent, None if err is None else poll_error(err))
+
+    def commit_result(self) -> CommitResult | None:
+        result, self._result = self._result, None
+        return result
 
     def committed(
         self, partitions: Sequence[TopicPartition], timeout: float
@@ -324,62 +364,7 @@ class ConfluentAdapter:
         self._consumer.unsubscribe()
 
     def close(self) -> None:
-        if self._committer is not None:
-            self._committer.stop()  # before the client goes: its commit must not outlive it
         self._consumer.close()
-
-
-class _Committer:
-    """Commits on a thread of its own, one at a time, so the consuming thread does not wait for the
-    broker (``begin_commit``).
-
-    Why a thread and not librdkafka's ``commit(asynchronous=True)``: an asynchronous commit reports to
-    the consumer's queue, which only ``poll()``/``consume()`` serve, so nothing could wait for it inside a
-    rebalance callback or before ``close()``, where the core must know that the commit in flight ended
-    before it commits synchronously. And librdkafka retries a failed OffsetCommit request by itself
-    (``rd_kafka_handle_OffsetCommit``, rdkafka_request.c), so of two commits in flight the older one can
-    land last: offsets backwards. Here a commit is librdkafka's synchronous one, made on this thread while
-    the consuming thread goes on, and the core begins the next only after it read this one's result.
-    """
-
-    def __init__(self, commit: Callable[[Mapping[TopicPartition, int]], None]) -> None:
-        self._commit = commit
-        self._jobs: queue.SimpleQueue[Mapping[TopicPartition, int] | None] = queue.SimpleQueue()
-        self._running = threading.Lock()  # held from begin() until the commit's result is set
-        self._result: CommitResult | None = None
-        self._thread = threading.Thread(target=self._work, name="static-consumer-commit", daemon=True)
-        self._thread.start()
-
-    def begin(self, offsets: Mapping[TopicPartition, int]) -> None:
-        self._running.acquire()
-        self._result = None
-        self._jobs.put(offsets)
-
-    def result(self, wait_s: float) -> CommitResult | None:
-        result = self._result
-        if result is None and wait_s > 0 and self._running.acquire(timeout=wait_s):
-            self._running.release()
-            result = self._result
-        if result is not None:
-            self._result = None  # read once
-        return result
-
-    def _work(self) -> None:
-        while (offsets := self._jobs.get()) is not None:
-            error = None
-            try:
-                self._commit(offsets)
-            except AdapterError as exc:
-                error = exc.error
-            except Exception as exc:  # noqa: BLE001 - e.g. RuntimeError from a closed client: a result too
-                error = PollError(-1, "UNKNOWN", f"commit failed: {exc!r}", fatal=False, retriable=False)
-            self._result = CommitResult(offsets, error)
-            self._running.release()
-
-    def stop(self) -> None:
-        """End the thread once the commit under way (if any) ended."""
-        self._jobs.put(None)
-        self._thread.join()
 
 
 __all__ = ["LIBRDKAFKA_LOGGER", "ConfluentAdapter", "parse_generation", "poll_error"]

@@ -13,9 +13,11 @@ from collections.abc import Callable, Mapping
 
 from static_consumer._core.seam import PollError
 from static_consumer._core.session import Session, State
+from static_consumer._kafka.acls import authorization_error
 from static_consumer._kafka.codes import ErrorKind, name_of
 from static_consumer._security.oauth import token_lost_error
 from static_consumer._security.secrets import scrub_for
+from static_consumer.capabilities import session_out_of_bounds
 from static_consumer.errors import (
     CommitFailedError,
     FatalConsumerError,
@@ -39,6 +41,19 @@ def is_fencing(error: PollError, *, after_join: bool) -> bool:
     used by another member" was replaced while it was away: that is fencing too, not a join to retry.
     """
     return error.kind is ErrorKind.FENCED or (after_join and error.kind is ErrorKind.UNRELEASED)
+
+
+# Errors librdkafka does not end a client for, but that nothing will change while the consumer waits:
+# it would send the refused JoinGroup (or FindCoordinator, Fetch, heartbeat) again forever. They end the
+# session like a fatal error.
+_ENDING = frozenset({ErrorKind.PROTOCOL_REFUSED, ErrorKind.AUTHORIZATION, ErrorKind.SESSION_REFUSED})
+
+
+def ends_session(error: PollError) -> bool:
+    """Whether ``error`` ends the session (unless the mode recovers): fatal to the client, or refused
+    for a reason the same settings and ACLs meet again (a protocol the group refuses, a missing ACL, a
+    session timeout outside the broker's bounds)."""
+    return error.fatal or error.kind in _ENDING
 
 
 def is_transient(error: PollError) -> bool:
@@ -71,6 +86,15 @@ def die(session: Session, error: PollError) -> StaticConsumerError:
         )
     elif error.kind is ErrorKind.PROTOCOL_REFUSED:
         exc = session.mode.refused(session, error)  # what the group refused depends on the protocol
+    elif error.kind is ErrorKind.AUTHORIZATION:
+        code = error.cause if error.cause is not None else error.code
+        doing = f"the consumer of group {group_id!r}"
+        exc = authorization_error(
+            session.settings, code, error.reason, doing, topic=error.topic, consumer=True
+        )
+    elif error.kind is ErrorKind.SESSION_REFUSED:
+        caps = session.plan.capabilities if session.plan is not None else None
+        exc = session_out_of_bounds(session.settings, caps, refused=f"{error.name}: {error.reason}")
     else:
         exc = fatal_error(error, group_id=group_id)
     # Nothing may be committed any more: the partitions belong to the process that fenced us.
@@ -164,6 +188,7 @@ __all__ = [
     "check_token",
     "commit_error",
     "die",
+    "ends_session",
     "fatal_error",
     "is_fencing",
     "is_transient",

@@ -72,16 +72,25 @@ def prepare(
     likely: Callable[[Identity | None], dict[str, ConfigValue]] | None = None,
     connect: Connect | None = None,
 ) -> tuple[Identity | None, BrokerCapabilities]:
-    """What every join plan starts from, checked in this order: the topics, the identity (None only when
-    ``identity_optional`` and the pod name gives none), the TLS files, then the broker's capabilities.
-    With ``connect``, the client of the ``likely`` config is built before the probe runs."""
+    """What every join plan starts from: :func:`check_locally`, then the broker's capabilities. With
+    ``connect``, the client of the ``likely`` config is built before the probe runs."""
+    identity = check_locally(settings, env, identity_optional=identity_optional)
+    if connect is not None and likely is not None:
+        connect(likely(identity))
+    return identity, probe(settings)
+
+
+def check_locally(
+    settings: ConsumerSettings, env: Mapping[str, str], *, identity_optional: bool
+) -> Identity | None:
+    """What a start checks before any network I/O, in this order: the topics, the identity (None only
+    when ``identity_optional`` and the pod name gives none), the TLS files. A process pool checks the
+    same once for its workers, before forking them."""
     if not settings.topics:
         raise ConfigurationError("topics is empty: set topics (STATIC_CONSUMER_TOPICS='a,b')")
     identity = _identity(settings, env, optional=identity_optional)
     check_tls_files(settings)  # a bad key or CA file fails here, named, before any client connects
-    if connect is not None and likely is not None:
-        connect(likely(identity))
-    return identity, probe(settings)
+    return identity
 
 
 def plan_membership(

@@ -25,6 +25,7 @@ from static_consumer._core.join import Connect, JoinPlan, Prober, held_lookup, p
 from static_consumer._core.seam import AdapterError, ConsumerAdapter, PollError, close_bounded
 from static_consumer._core.session import Session, State
 from static_consumer._core.stall import UNKNOWN_SESSION_MS, threshold_s
+from static_consumer._core.standby import TRY_S, standing_by
 from static_consumer._core.topics import TopicWatch
 from static_consumer._kafka.codes import ErrorKind
 from static_consumer.errors import StaticConsumerError
@@ -142,7 +143,12 @@ class ClassicMode(GroupMode):
         if session.instance_id is None or error.kind is not ErrorKind.FENCED:
             return False
         if not self._fenced_by_itself(session):
-            return False
+            # A live process took the id: under duplicate_policy='wait' this one stands by instead of
+            # exiting, since a restarted pod would take the id back and fence the other (standby.py).
+            # No join while the id is listed: a classic join takes the id from a live holder.
+            return standing_by(
+                session, error, partial(self._replace_client, session), handle, try_every_s=None
+            )
         self._rejoin_after_lost_session(session, error)
         return True
 
@@ -210,9 +216,13 @@ class ConsumerMode(GroupMode):
         if session.instance_id is None or error.kind is not ErrorKind.UNRELEASED:
             return False
         if session.state not in (State.JOINING, State.REJOINING):
-            # Only a static member that was never assigned waits: afterwards the same refusal means that
-            # another process took the id while this one was away, which is fencing.
-            return False
+            # Only a static member that was never assigned waits for a release: afterwards the same
+            # refusal means that another process took the id while this one was away, which is fencing
+            # (or, under duplicate_policy='wait', standing by until that process is gone; a KIP-848 join
+            # the broker refuses is harmless, so it is tried every TRY_S too).
+            return standing_by(
+                session, error, partial(self._replace_client, session), handle, try_every_s=TRY_S
+            )
         from static_consumer._core.rejoin import wait_for_release  # only a refused join waits: loaded then
 
         wait_for_release(session, error, partial(self._replace_client, session), handle)

@@ -110,18 +110,20 @@ class OffsetTracker:
 
 @dataclass
 class CommitFlight:
-    """The commit that does not wait for the broker, and what waits for it (``_core/ownership.py``).
+    """The commit that does not wait for the broker (``_core/ownership.py``).
 
     At most one is in flight: a commit asked for meanwhile is ``owed`` and sent, with every offset
-    processed by then, once the one in flight ended. ``failed``: a commit that ended in a failure the
-    next ``commit()`` raises (the poll path raises a fatal one at once; ``refusal`` when the client was
-    replaced instead, after it lost its own session).
+    processed by then, once the result of the one in flight was read. ``superseded``: a synchronous
+    commit sent every processed offset since, so that result counts for nothing. ``failed``: a commit
+    that ended in a failure the next ``commit()`` raises (the poll path raises a fatal one at once;
+    ``refusal`` when the client was replaced instead, after it lost its own session).
     """
 
     sent: Mapping[TopicPartition, int] | None = None  # the offsets of the commit in flight
     sent_at: int = 0  # the tracker's version when it was sent
     client: object = None  # the client it was sent through (a replaced client takes its commit along)
     owed: bool = False
+    superseded: bool = False
     failed: tuple[PollError, Mapping[TopicPartition, int]] | None = None
     refusal: StaticConsumerError | None = None  # a fatal failure the client recovered from: refused
 

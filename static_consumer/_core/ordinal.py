@@ -34,7 +34,8 @@ from static_consumer._core.join import Connect, JoinPlan, Prober, prepare
 from static_consumer._core.seam import AdapterError, ConsumerAdapter, PollError, close_bounded
 from static_consumer._core.session import Session, State
 from static_consumer._core.topics import TopicWatch
-from static_consumer._kafka.codes import BY_NAME
+from static_consumer._kafka.acls import authorization_error
+from static_consumer._kafka.codes import BY_NAME, ErrorKind
 from static_consumer.capabilities import StaticDecision
 from static_consumer.errors import ConfigurationError, FatalConsumerError, RetriableError, StaticConsumerError
 from static_consumer.identity import Identity, ordinal_of
@@ -190,7 +191,13 @@ class OrdinalAssignment:
                 problem = f"could not read {what} ({exc.error.name}: {exc.error.reason})"
                 if is_transient(exc.error):
                     raise RetriableError(problem) from None
-                raise FatalConsumerError(f"{problem}; check the group's ACLs and the topics") from None
+                if exc.error.kind is ErrorKind.AUTHORIZATION:
+                    error = exc.error
+                    settings = self._session.settings
+                    raise authorization_error(
+                        settings, error.code, error.reason, f"ordinal consumer of group {settings.group_id!r}"
+                    ) from None
+                raise FatalConsumerError(f"{problem}; check the topics") from None
 
         policy = RetryPolicy(deadline_s=self._deadline_s, initial_wait_s=0.2, max_wait_s=2.0, jitter_s=0.2)
         return policy.call(

@@ -6,15 +6,24 @@ exceptions are collected by the dispatcher and re-raised by the consumer after t
 for records the application processed, only for partitions this member owns, and never once the session
 is fenced or failed.
 
-A commit does not wait for the broker unless asked to (``commit(asynchronous=False)``): the client
-commits on a thread of its own while the application goes on (``ConsumerAdapter.begin_commit``). At most
-one such commit is in flight (``CommitFlight``): a commit asked for meanwhile is owed and goes, with
-everything processed by then, once the one in flight ended, so offsets never go backwards. What ends
-one (:func:`settle`) is read after every client call on the poll path and by every commit; a failure is
-raised by the next ``commit()``, a fatal one (a fence) by the poll path at once. Whatever commits
-synchronously (a revoke, ``close()``, the stall guard, ``commit(asynchronous=False)``) waits for the
-commit in flight first (:func:`barrier`), and a commit that ends after its partitions were lost counts for
-nothing.
+A commit does not wait for the broker unless asked to (``commit(asynchronous=False)``): it is
+librdkafka's own asynchronous commit (``ConsumerAdapter.begin_commit``), whose result the client hands
+back inside the consuming thread's next poll/consume. There is no thread of the library's own:
+confluent-kafka lets one thread at a time into a consumer handle, so a commit on another thread would
+wait for every poll in progress, and a revoke callback waiting for that commit inside a poll would never
+see it end. At most one such commit is in flight (``CommitFlight``): a commit asked for meanwhile is
+owed and goes, with everything processed by then, once the result of the one in flight was read
+(:func:`settle`, after every client call on the poll path and in every commit), so librdkafka's own
+retries of a failed OffsetCommit cannot make two of them land out of order. A failure is raised by the
+next ``commit()``, a fatal one (a fence) by the poll path at once.
+
+Whatever must know that its commit reached the broker (a revoke, ``close()``, the stall guard,
+``commit(asynchronous=False)``) commits synchronously on the calling thread, without waiting for the
+commit in flight (nothing serves its result inside a rebalance callback): it sends every processed
+offset, those in flight included, so it supersedes that commit, whose result is then dropped when it
+comes (:func:`supersede`). The two go to the coordinator in order on one connection; only a retry of the
+one in flight by librdkafka (after a retriable error answer) could land it after the synchronous one,
+moving a committed offset back by less than a batch: records delivered again, never lost.
 """
 
 from __future__ import annotations
@@ -23,11 +32,12 @@ import logging
 from collections.abc import Mapping, Sequence
 from typing import NoReturn
 
-from static_consumer._core.failures import recover_or_die, scrubbed
+from static_consumer._core.failures import ends_session, recover_or_die, scrubbed
 from static_consumer._core.seam import AdapterError, ConsumerAdapter, PollError
 from static_consumer._core.session import Session, State
-from static_consumer.errors import RetriableError
-from static_consumer.events import Assigned, Lost, Revoked
+from static_consumer._kafka.codes import name_of
+from static_consumer.errors import CommitFailedError, StaticConsumerError
+from static_consumer.events import Assigned, CommitRefused, Lost, Revoked
 from static_consumer.types import Record, RecordBatch, RecordList, TopicPartition
 
 log = logging.getLogger(__name__)
@@ -58,7 +68,7 @@ def lost(session: Session, partitions: list[TopicPartition]) -> None:
     """Partitions lost without a rebalance (session timed out, max.poll.interval.ms exceeded)."""
     # Another member may own them already: never commit them. A commit in flight was sent while they were
     # ours (the broker takes or refuses it by the member's generation); its answer no longer counts for
-    # them (OffsetTracker.committed), so there is nothing to wait for here.
+    # them (OffsetTracker.committed).
     session.offsets.remove(partitions)
     _forget(session, partitions, lost=True)
     log.warning(
@@ -79,9 +89,10 @@ def commit(session: Session, what: Commitable, *, asynchronous: bool) -> dict[To
     """Commit processed offsets (``what`` None), a record, records or a batch (marked processed first),
     or explicit next-offsets. Returns the offsets sent, or owed to the commit in flight (asynchronous).
 
-    Asynchronous: raises the failure of a commit that ended since the last call (see the mode); an
-    explicit-offsets commit waits for the one in flight before it is sent (they need not be higher).
-    Synchronous: waits for the one in flight, then for the broker; raises for a refused commit."""
+    Asynchronous: raises the failure of a commit whose result was read since the last call (see the
+    mode). Explicit offsets while a commit is in flight go synchronously (they need not be higher than
+    the ones in flight, and must not be overtaken by them). Synchronous: waits for the broker; raises for
+    a refused commit."""
     adapter = session.adapter
     if adapter is None:
         raise RuntimeError("static_consumer bug: commit without a client")
@@ -93,15 +104,13 @@ def commit(session: Session, what: Commitable, *, asynchronous: bool) -> dict[To
     else:
         _ignored(session.offsets.mark_all([what] if isinstance(what, Record) else what or ()))
     flight = session.commits
-    if asynchronous and _after_a_stall(session):
-        asynchronous = False  # the member may have lost its partitions meanwhile: its answer, now
-    if (not asynchronous or explicit) and not barrier(session, _settle_bound(session)):
-        raise RetriableError(
-            f"a commit sent earlier has not ended within {_settle_bound(session):.0f} s; try again"
-        )
+    if flight.sent is not None:
+        settle(session)  # a result served by the last client call, not read yet
+    if asynchronous and (explicit and flight.sent is not None or _after_a_stall(session)):
+        # After a stall the member may have lost its partitions meanwhile: its answer, now.
+        asynchronous = False
     refusal, flight.refusal = flight.refusal, None
     if asynchronous:
-        settle(session)
         failed, flight.failed = flight.failed, None
         if failed is not None:
             _raise_failure(session, *failed)
@@ -111,7 +120,7 @@ def commit(session: Session, what: Commitable, *, asynchronous: bool) -> dict[To
         flight.failed = None  # this commit sends those offsets again and reports its own outcome
     if not explicit:
         offsets = session.offsets.pending()
-        if flight.sent is not None:  # sent already, owed only if newer
+        if asynchronous and flight.sent is not None:  # sent already, owed only if newer
             offsets = {tp: o for tp, o in offsets.items() if flight.sent.get(tp) != o}
     if not offsets:
         return {}
@@ -120,11 +129,12 @@ def commit(session: Session, what: Commitable, *, asynchronous: bool) -> dict[To
             flight.owed = True
             return offsets
         _begin(session, adapter, offsets)
-        settle(session)  # one that ended at once (a fast broker, a fake client) is reported at once
+        settle(session)  # one that ended at once (a fake client) is reported at once
         failed, flight.failed = flight.failed, None
         if failed is not None:
             _raise_failure(session, *failed)
         return offsets
+    supersede(session)
     try:
         adapter.commit(offsets)
     except AdapterError as exc:
@@ -133,23 +143,25 @@ def commit(session: Session, what: Commitable, *, asynchronous: bool) -> dict[To
     return offsets
 
 
-def settle(session: Session, wait_s: float = 0.0) -> bool:
-    """Read the end of the commit in flight, waiting up to ``wait_s``: a success counts as committed
-    for the partitions still owned since it was sent; a failure is kept for the next ``commit()`` (its
-    offsets stay pending: that commit, or close, sends them again). Never raises (it runs inside
-    rebalance callbacks too). True when no commit is in flight any more."""
+def settle(session: Session) -> bool:
+    """Read the result of the commit in flight, if the client has served it: a success counts as
+    committed for the partitions still owned since it was sent; a failure is kept for the next
+    ``commit()`` (its offsets stay pending: that commit, or close, sends them again); the result of a
+    superseded commit counts for nothing. Never raises. True when no commit is in flight any more."""
     flight = session.commits
     if flight.sent is None:
         return True
     if flight.client is not session.adapter:  # the client was replaced: its commit went with it
-        flight.sent, flight.owed = None, False
+        flight.sent, flight.owed, flight.superseded = None, False, False
         return True
     adapter = session.adapter
-    result = None if adapter is None else adapter.commit_result(wait_s)
+    result = None if adapter is None else adapter.commit_result()
     if result is None:
         return False
     flight.sent = None
-    if result.error is None:
+    if flight.superseded:  # a synchronous commit sent its offsets, or newer ones, since
+        flight.superseded = False
+    elif result.error is None:
         session.offsets.committed(result.offsets, sent_at=flight.sent_at)
         flight.failed = None  # what failed before went with this one
     else:
@@ -157,46 +169,69 @@ def settle(session: Session, wait_s: float = 0.0) -> bool:
     return True
 
 
+def supersede(session: Session) -> None:
+    """Before a synchronous commit of every processed offset: the commit in flight (if any) is covered
+    by it, so its result, when the client serves it, counts for nothing (a failure of it is not raised
+    either). It still counts as in flight until then: nothing asynchronous is sent before."""
+    flight = session.commits
+    if flight.sent is not None:
+        flight.superseded = True
+
+
 def pump(session: Session) -> None:
-    """After each client call on the poll path: read the end of the commit in flight, raise a fatal
-    failure at once (a fence found by a commit: nothing more is handed out), and send an owed commit."""
+    """After each client call on the poll path: read the result of the commit in flight, send an owed
+    commit, and raise a fatal failure at once (a fence found by a commit: nothing more is handed out)."""
     flight = session.commits
     if flight.sent is not None:
         settle(session)
-    if flight.failed is not None and flight.failed[0].fatal:  # ended here or in a callback's barrier
+    if flight.owed and flight.sent is None and session.usable and session.adapter is not None:
+        flight.owed = False
+        owed = session.offsets.pending()
+        if owed:
+            _begin(session, session.adapter, owed)
+    if flight.failed is not None and flight.failed[0].fatal:
         error, offsets = flight.failed
         flight.failed = None
         recover_or_die(session, error, _no_other_errors)
         # The client was replaced (it had lost its own session): the next commit() says it was refused.
-        flight.refusal = session.mode.commit_error(scrubbed(session.settings, error), offsets)
-    if flight.owed and flight.sent is None and session.usable and session.adapter is not None:
-        flight.owed = False
-        offsets = session.offsets.pending()
-        if offsets:
-            _begin(session, session.adapter, offsets)
-
-
-def barrier(session: Session, wait_s: float) -> bool:
-    """Wait up to ``wait_s`` for the commit in flight to end (before a synchronous commit, which must not
-    be overtaken by it); what it ended with is kept as :func:`settle` keeps it. False if it did not end."""
-    if settle(session, wait_s):
-        return True
-    log.warning("a commit sent earlier did not end within %.1fs", wait_s)
-    return False
+        flight.refusal = _refusal(session, error, offsets)
 
 
 def _begin(session: Session, adapter: ConsumerAdapter, offsets: Mapping[TopicPartition, int]) -> None:
+    """Send ``offsets`` without waiting; a client that refuses at once (a fence it knows of already)
+    leaves the failure for the caller to raise."""
     flight = session.commits
-    adapter.begin_commit(offsets)
-    flight.sent, flight.sent_at, flight.client, flight.owed = offsets, session.offsets.version, adapter, False
+    try:
+        adapter.begin_commit(offsets)
+    except AdapterError as exc:
+        flight.failed = (scrubbed(session.settings, exc.error), dict(offsets))
+        return
+    flight.sent, flight.sent_at, flight.client = offsets, session.offsets.version, adapter
+    flight.owed = flight.superseded = False
 
 
 def _raise_failure(session: Session, error: PollError, offsets: Mapping[TopicPartition, int]) -> NoReturn:
-    if error.fatal:
+    if ends_session(error):
         # Raises unless the client was replaced (it had lost its own session): then the partitions
-        # were reported lost and this commit is simply refused.
+        # were reported lost and this commit is simply refused. A missing ACL (revoked while the
+        # consumer ran) ends the session too: every later commit would be refused the same way.
         recover_or_die(session, error, _no_other_errors)
-    raise session.mode.commit_error(scrubbed(session.settings, error), offsets) from None
+    raise _refusal(session, error, offsets) from None
+
+
+def _refusal(
+    session: Session, error: PollError, offsets: Mapping[TopicPartition, int]
+) -> StaticConsumerError:
+    """The exception for a failed commit; a refusal (not a transient failure) is said once, as an event."""
+    error = scrubbed(session.settings, error)
+    refusal = session.mode.commit_error(error, offsets)
+    if isinstance(refusal, CommitFailedError):
+        refused = tuple(sorted(offsets.items()))
+        name = error.name if error.cause is None else name_of(error.cause)  # a _FATAL says its cause
+        session.dispatch.emit(
+            CommitRefused(**session.event_fields(), offsets=refused, error=name, reason=error.reason)
+        )
+    return refusal
 
 
 def _after_a_stall(session: Session) -> bool:
@@ -207,30 +242,21 @@ def _after_a_stall(session: Session) -> bool:
     return watch.threshold_s is not None and session.clock() - watch.last_return > watch.threshold_s
 
 
-def _settle_bound(session: Session) -> float:
-    """How long a synchronous commit waits for the one in flight: librdkafka holds a commit while the
-    group has no coordinator for at most the session timeout (rd_kafka_cgrp_defer_offset_commit)."""
-    return session.settings.session_timeout_ms / 1000 + 1.0
-
-
 def _ignored(partitions: list[TopicPartition]) -> None:
     if partitions:
         log.debug("ignoring processed records of partitions not assigned: %s", partitions)
 
 
-def commit_quietly(
-    session: Session, partitions: Sequence[TopicPartition] | None, what: str, wait_s: float | None = None
-) -> None:
-    """Commit processed offsets synchronously (after the commit in flight, waiting up to ``wait_s`` for
-    it), logging (not raising) a failure: used where raising cannot help."""
+def commit_quietly(session: Session, partitions: Sequence[TopicPartition] | None, what: str) -> None:
+    """Commit processed offsets synchronously on the calling thread (superseding the commit in flight),
+    logging (not raising) a failure: used where raising cannot help (a revoke, close)."""
     if not session.usable or session.adapter is None:
         return
-    if not barrier(session, _settle_bound(session) if wait_s is None else wait_s):
-        log.warning("not committing %s: their records will be delivered again", what)
-        return
+    settle(session)  # a result served already counts
     offsets = session.offsets.pending(partitions)
     if not offsets:
         return
+    supersede(session)
     try:
         session.adapter.commit(offsets)
     except AdapterError as exc:
@@ -267,7 +293,6 @@ def _names(partitions: Sequence[TopicPartition]) -> str:
 __all__ = [
     "Commitable",
     "assigned",
-    "barrier",
     "commit",
     "commit_quietly",
     "lost",
@@ -275,4 +300,5 @@ __all__ = [
     "pump",
     "revoked",
     "settle",
+    "supersede",
 ]

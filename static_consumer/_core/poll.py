@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import logging
 
-from static_consumer._core.failures import check_token, recover_or_die, scrubbed
+from static_consumer._core.failures import check_token, ends_session, recover_or_die, scrubbed
 from static_consumer._core.ownership import pump
 from static_consumer._core.seam import ConsumerAdapter, PollError
 from static_consumer._core.session import Session
@@ -39,9 +39,10 @@ def after_client_call(session: Session, adapter: ConsumerAdapter) -> None:
 def handle_error(session: Session, error: PollError) -> bool:
     """Log a non-fatal error; raise for a fatal one. True when the mode replaced the client."""
     error = scrubbed(session.settings, error)
-    if error.fatal or error.kind is ErrorKind.PROTOCOL_REFUSED:
-        # A refused protocol is not fatal to librdkafka, which sends the refused JoinGroup again
-        # forever; nothing changes while the group's other members stay, so it ends the session too.
+    if ends_session(error):
+        # A refused protocol, a missing ACL and a refused session timeout are not fatal to librdkafka,
+        # which sends the refused request again forever; nothing changes by waiting, so they end the
+        # session too (with the error that says what to change).
         recover_or_die(session, error, lambda e: handle_error(session, e))
         return True
     if error.kind is ErrorKind.MAX_POLL_EXCEEDED:

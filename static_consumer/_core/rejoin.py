@@ -47,7 +47,7 @@ from dataclasses import dataclass, field, replace
 from static_consumer._core.failures import scrubbed, unreleased_error
 from static_consumer._core.seam import ConsumerAdapter, GroupWatch, PollError
 from static_consumer._core.session import Session, State
-from static_consumer._kafka.codes import ErrorKind
+from static_consumer._core.standby import TRY_S, join_attempt, stand_by
 from static_consumer._kafka.groups import GroupMember
 from static_consumer.capabilities import BrokerCapabilities
 from static_consumer.errors import (
@@ -57,7 +57,7 @@ from static_consumer.errors import (
 )
 from static_consumer.events import Fenced
 from static_consumer.settings import ConsumerSettings
-from static_consumer.types import Record, TopicPartition
+from static_consumer.types import TopicPartition
 
 log = logging.getLogger(__name__)
 
@@ -68,8 +68,6 @@ KAFKA_HEARTBEAT_INTERVAL_MS = 5000  # Kafka's default group.consumer.heartbeat.i
 LOOK_S = 0.25  # between looks at the group: the release is seen this soon after the expiry
 PROOF_S = 1.0  # at most one OffsetFetch per second for the proof of life
 BLIND_ATTEMPT_S = 5.0  # a join every 5 s while the group cannot be described
-JOIN_POLLS = 25
-JOIN_POLL_S = 0.2  # so a join attempt watches the client for at most JOIN_POLLS * JOIN_POLL_S = 5 s
 
 
 def open_group_watch(settings: ConsumerSettings) -> GroupWatch:
@@ -133,6 +131,9 @@ class _Seen:
     looks: int = 0
     refusals: int = 1  # the refusal that started the wait
 
+    def refused(self) -> None:
+        self.refusals += 1
+
     def committed_moved(self, holder: GroupMember, now: Mapping[TopicPartition, int] | None) -> bool:
         """Whether the holder's committed offsets advanced since the last reading (then it is alive)."""
         if now is None:
@@ -163,6 +164,7 @@ def wait_for_release(
     seen = _Seen()
     started = session.clock()
     watch = session.group_watch(settings)
+    alive: StaticConsumerError | None = None
     try:
         # The group's session as it is now counts too: it may have been raised since start() (never
         # lowered: the longer reading wins, see the module docstring).
@@ -178,7 +180,10 @@ def wait_for_release(
             budget.session_s,
             budget.heartbeat_s,
         )
-        _watch(session, watch, budget, seen, _attempt(session, seen, rejoin, handle), first)
+        attempt = join_attempt(session, rejoin, handle, seen.refused)
+        alive = _watch(session, watch, budget, seen, attempt, first)
+        if alive is not None and (session.settings.duplicate_policy != "wait" or session.stop.is_set()):
+            raise alive
     except StaticConsumerError as exc:
         _end(session, exc)
         if isinstance(exc, UnreleasedInstanceIdError) and session.stop.is_set():
@@ -187,6 +192,9 @@ def wait_for_release(
         raise
     finally:
         watch.close()
+    if alive is not None:  # a live holder, under duplicate_policy='wait': stand by until it is gone
+        stand_by(session, str(alive), attempt, try_every_s=TRY_S)  # a KIP-848 join refused is harmless
+        return
     if session.state is State.REJOINING:
         session.move(State.JOINING)
     log.info(
@@ -199,31 +207,6 @@ def wait_for_release(
     )
 
 
-def _attempt(
-    session: Session,
-    seen: _Seen,
-    rejoin: Callable[[], ConsumerAdapter],
-    handle: Callable[[PollError], object],
-) -> Callable[[], bool]:
-    def attempt() -> bool:
-        """One join with a new client: False when refused, True when assigned or still under way."""
-        adapter = rejoin()
-        for _ in range(JOIN_POLLS):
-            if session.state is State.RUNNING:
-                return True
-            item = adapter.poll(JOIN_POLL_S)
-            for error in [*adapter.take_errors(), *([item] if isinstance(item, PollError) else [])]:
-                if error.kind is ErrorKind.UNRELEASED:
-                    seen.refusals += 1
-                    return False
-                handle(error)
-            if isinstance(item, Record):
-                session.buffer.append(item)
-        return True  # not refused within the window: the join is under way (or got no partitions)
-
-    return attempt
-
-
 def _watch(
     session: Session,
     watch: GroupWatch,
@@ -231,8 +214,9 @@ def _watch(
     seen: _Seen,
     attempt: Callable[[], bool],
     first: PollError,
-) -> None:
-    """The loop of :func:`wait_for_release`: returns once a join was not refused, else raises.
+) -> StaticConsumerError | None:
+    """The loop of :func:`wait_for_release`: returns None once a join was not refused, the verdict
+    (FencedInstanceError, UnreleasedInstanceIdError) when the holder is alive, else raises.
 
     ``release_max_wait_s`` (``budget.max_wait_s``) ends the wait only while no holder can be judged: the
     group is not described, nobody is listed, or a holder was first seen after the bound ran out (the
@@ -265,13 +249,13 @@ def _watch(
             if asked >= next_blind:
                 next_blind = asked + BLIND_ATTEMPT_S
                 if attempt():
-                    return
+                    return None
             session.sleep(LOOK_S)
             continue
         holder = look.member(instance_id)
         if holder is None:
             if attempt():
-                return
+                return None
             if out_of_time:
                 raise _not_released(session, budget)
             session.sleep(LOOK_S)  # refused: another process was faster; the next look shows it
@@ -291,9 +275,9 @@ def _watch(
         if holder.assignment and asked >= seen.next_proof:
             seen.next_proof = asked + PROOF_S
             if seen.committed_moved(holder, watch.committed(holder.assignment)):
-                raise _duplicate(session, holder)
+                return _duplicate(session, holder)
         if asked - since > budget.holder_bound_s:
-            raise _outlived(session, holder, asked - since, budget)
+            return _outlived(session, holder, asked - since, budget)
         session.sleep(LOOK_S)
 
 

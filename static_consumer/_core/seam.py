@@ -31,7 +31,8 @@ class PollError:
     """An error event from the client. ``fatal`` means the client instance is dead: librdkafka's own
     fatal flag, or a ``_FATAL`` code (which is how fencing arrives, with ``fatal()`` False).
     ``cause`` is the broker error code behind a ``_FATAL`` when it could be recognised. ``kind`` is
-    what the error table makes of the three, and all the core looks at."""
+    what the error table makes of the three, and all the core looks at. ``topic``: the topic the
+    client attached to the error, if any (which topic a refused Fetch was for)."""
 
     code: int
     name: str
@@ -39,6 +40,7 @@ class PollError:
     fatal: bool
     retriable: bool
     cause: int | None = None
+    topic: str | None = None
     kind: ErrorKind = field(init=False)
 
     def __post_init__(self) -> None:
@@ -107,13 +109,14 @@ class ConsumerAdapter(Protocol):
         ...
 
     def begin_commit(self, offsets: Mapping[TopicPartition, int]) -> None:
-        """Start committing ``offsets`` without waiting for the broker. The core begins one only after it
-        read the result of the one before (:meth:`commit_result`): at most one is ever in flight."""
+        """Start committing ``offsets`` without waiting for the broker; its result is served by a later
+        ``poll``/``consume`` on the calling thread. The core begins one only after it read the result of
+        the one before (:meth:`commit_result`): at most one is ever in flight."""
         ...
 
-    def commit_result(self, wait_s: float = 0.0) -> CommitResult | None:
-        """The result of the commit begun last, once it ended (waiting up to ``wait_s`` for it), read
-        once; None while it is still under way, and when none is."""
+    def commit_result(self) -> CommitResult | None:
+        """The result of the commit begun last, once a client call served it, read once; None while it
+        is still under way, and when none is. Never waits."""
         ...
 
     def committed(

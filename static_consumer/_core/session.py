@@ -40,7 +40,7 @@ class State(Enum):
         NEW        -> JOINING, RUNNING, CLOSED
         JOINING    -> RUNNING, REJOINING, CLOSING, FENCED, FAILED, CLOSED
         REJOINING  -> JOINING, RUNNING, CLOSING, FENCED, FAILED, CLOSED
-        RUNNING    -> JOINING, CLOSING, FENCED, FAILED, CLOSED
+        RUNNING    -> JOINING, REJOINING, CLOSING, FENCED, FAILED, CLOSED
         CLOSING    -> FENCED, FAILED, CLOSED
         FENCED     -> CLOSED
         FAILED     -> CLOSED
@@ -54,6 +54,8 @@ class State(Enum):
     - RUNNING -> JOINING (classic protocol): librdkafka lost its session locally and a request sent
       without its member id was refused as fenced by this process's own earlier member; the client is
       replaced and rejoins with the same instance id (the partitions were reported lost).
+    - RUNNING -> REJOINING (``duplicate_policy='wait'``): a live process took the instance id; this one
+      stands by without a client until the id is free (``_core/standby.py``), then joins (-> JOINING).
     - -> FENCED: another process took the instance id; -> FAILED: any other fatal error. Both are
       final: the consumer never commits or consumes again, and every call raises the same error.
     - -> CLOSING: ``close()`` or ``leave_group()`` of a consumer with a client, from JOINING, REJOINING
@@ -81,7 +83,7 @@ TRANSITIONS: Mapping[State, frozenset[State]] = {
     State.NEW: frozenset({State.JOINING, State.RUNNING, State.CLOSED}),
     State.JOINING: frozenset({State.RUNNING, State.REJOINING, State.CLOSING}) | _ENDINGS,
     State.REJOINING: frozenset({State.JOINING, State.RUNNING, State.CLOSING}) | _ENDINGS,
-    State.RUNNING: frozenset({State.JOINING, State.CLOSING}) | _ENDINGS,
+    State.RUNNING: frozenset({State.JOINING, State.REJOINING, State.CLOSING}) | _ENDINGS,
     State.CLOSING: _ENDINGS,
     State.FENCED: frozenset({State.CLOSED}),
     State.FAILED: frozenset({State.CLOSED}),

@@ -10,6 +10,7 @@ import logging
 from collections.abc import Mapping
 from typing import Any
 
+from static_consumer._kafka.acls import authorization_error, code_in
 from static_consumer._kafka.codes import ErrorKind, classify
 from static_consumer._security.oauth import first_token, token_error, token_source
 from static_consumer._security.secrets import scrub_for
@@ -90,10 +91,7 @@ def error_for(kind: ErrorKind, text: str, settings: ConsumerSettings, doing: str
         who, check = credentials(settings)
         return AuthenticationError(f"{doing}: the brokers refused to authenticate {who} ({text}); {check}")
     if kind is ErrorKind.AUTHORIZATION:
-        return ConfigurationError(
-            f"{doing}: the brokers refused ({text}); check security_protocol, sasl_* and ssl_* settings, "
-            "and that the principal may describe the group and its topics"
-        )
+        return authorization_error(settings, code_in(text), text, doing)
     if kind is ErrorKind.TLS:
         return ConfigurationError(f"{doing}: {tls_hint(text)}")
     if kind is ErrorKind.CONFIGURATION:
@@ -114,7 +112,6 @@ def error_for(kind: ErrorKind, text: str, settings: ConsumerSettings, doing: str
             f"{doing}: {text}; a transient broker error (e.g. the coordinator moving), try again"
         )
     return StaticConsumerError(f"{doing}: {text}")
-
 
 
 def tls_hint(reason: str) -> str:
@@ -139,7 +136,6 @@ def tls_hint(reason: str) -> str:
             "=False skips the host check deliberately"
         )
     return f"the TLS handshake failed ({reason}); {check}"
-
 
 
 __all__ = [

@@ -32,7 +32,10 @@ class ErrorKind(Enum):
     MEMBERSHIP_CHANGED = "membership_changed"  # the partitions changed hands: a commit for them is refused
     MEMBER_GONE = "member_gone"  # the session or generation is over: the partitions may be another's now
     AUTHENTICATION = "authentication"  # the credentials were refused: the same settings fail again
-    AUTHORIZATION = "authorization"  # the principal lacks an ACL
+    AUTHORIZATION = "authorization"  # the principal lacks an ACL: refused again until one is granted
+    # The coordinator refused the member's session timeout (outside the broker's group bounds): librdkafka
+    # sends the same JoinGroup again forever, and the same settings are refused again.
+    SESSION_REFUSED = "session_refused"
     TLS = "tls"  # the TLS handshake failed (a certificate either side refuses): the same settings fail
     CONFIGURATION = "configuration"  # the client refused its own configuration: the same settings fail
     UNKNOWN_TOPIC = "unknown_topic"  # the topic (or partition) does not exist (yet)
@@ -85,7 +88,9 @@ _ENTRIES = (
         "classic JoinGroup refused: the members share no assignor, or the group is a KIP-848 group and "
         "the brokers' group.consumer.migration.policy=disabled refuses classic members",
     ),
-    KafkaCode(26, "INVALID_SESSION_TIMEOUT", _K.OTHER, False, "outside group.min/max.session.timeout.ms"),
+    KafkaCode(
+        26, "INVALID_SESSION_TIMEOUT", _K.SESSION_REFUSED, False, "outside group.min/max.session.timeout.ms"
+    ),
     KafkaCode(
         27, "REBALANCE_IN_PROGRESS", _K.MEMBERSHIP_CHANGED, False, "the group is rebalancing: commit refused"
     ),
@@ -173,6 +178,9 @@ BY_NAME: Mapping[str, KafkaCode] = MappingProxyType({entry.name: entry for entry
 
 # The codes code elsewhere names (read from the table, so a number lives in one place only).
 FENCED_INSTANCE_ID = BY_NAME["FENCED_INSTANCE_ID"].code
+TOPIC_AUTHORIZATION_FAILED = BY_NAME["TOPIC_AUTHORIZATION_FAILED"].code
+GROUP_AUTHORIZATION_FAILED = BY_NAME["GROUP_AUTHORIZATION_FAILED"].code
+CLUSTER_AUTHORIZATION_FAILED = BY_NAME["CLUSTER_AUTHORIZATION_FAILED"].code
 UNRELEASED_INSTANCE_ID = BY_NAME["UNRELEASED_INSTANCE_ID"].code
 GROUP_ID_NOT_FOUND = BY_NAME["GROUP_ID_NOT_FOUND"].code
 SASL_AUTHENTICATION_FAILED = BY_NAME["SASL_AUTHENTICATION_FAILED"].code
@@ -183,15 +191,22 @@ PARTITION_EOF = BY_NAME["_PARTITION_EOF"].code
 TRANSPORT = BY_NAME["_TRANSPORT"].code
 
 
-# The kinds a fatal error takes from its cause (a broker code behind librdkafka's _FATAL).
-_KINDS_OF_A_CAUSE = (ErrorKind.FENCED, ErrorKind.UNRELEASED, ErrorKind.PROTOCOL_REFUSED)
+# The kinds a fatal error takes from its cause (a broker code behind librdkafka's _FATAL): under the
+# consumer protocol a refused ConsumerGroupHeartbeat (no READ on the group) is fatal in librdkafka.
+_KINDS_OF_A_CAUSE = (
+    ErrorKind.FENCED,
+    ErrorKind.UNRELEASED,
+    ErrorKind.PROTOCOL_REFUSED,
+    ErrorKind.AUTHORIZATION,
+)
 
 
 def classify(code: int, *, fatal: bool = False, cause: int | None = None) -> ErrorKind:
     """The kind of an error ``code``; ``fatal`` is the client's own fatal flag, ``cause`` the broker code
     behind a librdkafka ``_FATAL`` (which is how fencing arrives).
 
-    A fatal error is FENCED, UNRELEASED or PROTOCOL_REFUSED when its code or cause says so, else FATAL:
+    A fatal error is FENCED, UNRELEASED, PROTOCOL_REFUSED or AUTHORIZATION when its code or cause says
+    so, else FATAL:
     whatever the code, the client instance that reported it is dead.
     """
     for candidate in (cause, code):
@@ -218,14 +233,17 @@ def name_of(code: int) -> str:
 
 __all__ = [
     "BY_NAME",
+    "CLUSTER_AUTHORIZATION_FAILED",
     "CODES",
     "FATAL",
     "FENCED_INSTANCE_ID",
+    "GROUP_AUTHORIZATION_FAILED",
     "GROUP_ID_NOT_FOUND",
     "INVALID_SESSION_TIMEOUT",
     "MAX_POLL_EXCEEDED",
     "PARTITION_EOF",
     "SASL_AUTHENTICATION_FAILED",
+    "TOPIC_AUTHORIZATION_FAILED",
     "TRANSPORT",
     "UNRELEASED_INSTANCE_ID",
     "ErrorKind",

@@ -17,6 +17,7 @@ import logging
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
+from static_consumer._kafka.acls import authorization_error, code_in
 from static_consumer._kafka.admin_client import credentials, tls_hint
 from static_consumer._kafka.codes import ErrorKind
 from static_consumer._kafka.login import failed_login
@@ -105,9 +106,9 @@ def _error(exc: kafka_errors.KafkaError, settings: ConsumerSettings) -> StaticCo
             f"{settings.security_protocol} ({_scrub(exc, settings)}); {check}"
         )
     if kind is ErrorKind.AUTHORIZATION:
-        return ConfigurationError(
-            f"the brokers at {settings.bootstrap_servers} refused the request "
-            f"({_scrub(exc, settings)}); check security_protocol, sasl_* and ssl_* settings"
+        text = _scrub(exc, settings)
+        return authorization_error(
+            settings, code_in(text), text, f"the brokers at {settings.bootstrap_servers}"
         )
     return BrokerUnavailableError(
         f"could not read broker capabilities from {settings.bootstrap_servers} within "
@@ -215,6 +216,12 @@ def _group_configs(admin: Any, broker_id: int) -> dict[str, int | None]:
     except (kafka_errors.AuthorizationError, kafka_errors.BrokerResponseError, KeyError) as exc:
         log.warning("could not describe broker %s group configs: %s", broker_id, type(exc).__name__)
         entries = {}
+    if not entries:
+        # kafka-python hands a refused resource back as an empty answer (no DESCRIBE_CONFIGS on the
+        # Cluster); the gate then warns that the bounds are unchecked (docs/security.md).
+        log.info(
+            "broker %s did not describe its group configs (no DESCRIBE_CONFIGS on the Cluster?)", broker_id
+        )
     out: dict[str, int | None] = {}
     for name, key in GROUP_CONFIGS.items():
         value = entries.get(key, {}).get("value")
@@ -234,9 +241,15 @@ def _with_group_overrides(admin: Any, group_id: str, caps: BrokerCapabilities) -
     try:
         entries = admin.describe_configs([resource], config_filter="all")["group"][group_id]
     except (kafka_errors.KafkaError, KeyError) as exc:
-        # The group's session is then unknown: it may be longer than the broker's. Leaving it None makes
-        # the wait for a held instance id use the broker's maximum, which bounds every override.
-        log.info("could not describe group %s configs: %s", group_id, type(exc).__name__)
+        entries, reason = {}, type(exc).__name__
+    else:
+        reason = "no DESCRIBE_CONFIGS on the Group?"
+    if not entries:
+        # Refused or unanswered (kafka-python hands a refused resource back as an empty answer, while an
+        # answered one lists every group config): the group's session is unknown and may be longer than
+        # the broker's. Leaving it None makes the wait for a held instance id use the broker's maximum,
+        # which bounds every override.
+        log.info("could not describe group %s configs (%s)", group_id, reason)
         return replace(caps, consumer_session_timeout_ms=None)
     overrides: dict[str, Any] = {}
     for key, field_name in GROUP_OVERRIDES.items():

@@ -3,6 +3,12 @@
 Scale-down needs the inverse of identity resolution: which members of the group belong to the pods a
 StatefulSet just removed. Both directions go through the same template the pods used, so a Job that
 shares the StatefulSet's environment (``STATIC_CONSUMER_INSTANCE_ID_TEMPLATE``) finds exactly them.
+
+A pod that runs a process pool (``static_consumer.pool``) has one member per worker, ``{pod id}-{k}``:
+the patterns match those ids too, with the worker in their ``worker`` group (None for a pod's own id).
+So ``orders-2-1`` is worker 1 of pod ``orders-2``; an id of a *StatefulSet* named ``orders-2`` would read
+the same, which is why two StatefulSets whose names differ by a ``-<n>`` suffix must not share a group
+(docs/pool.md).
 """
 
 from __future__ import annotations
@@ -14,6 +20,7 @@ from static_consumer.errors import ConfigurationError
 from static_consumer.identity import check_template, validate_instance_id
 
 _ORDINAL = r"(?P<ordinal>0|[1-9][0-9]*)"  # Kubernetes writes ordinals without leading zeros
+_WORKER = r"(?:-(?P<worker>0|[1-9][0-9]*))?"  # a pool worker's suffix, as static_consumer.pool appends it
 
 
 def _need_statefulset(template: str, statefulset: str | None) -> str:
@@ -37,8 +44,8 @@ def instance_id_for(template: str, ordinal: int, *, statefulset: str | None, gro
 
 
 def ordinal_pattern(template: str, *, statefulset: str | None, group_id: str) -> re.Pattern[str]:
-    """A regex that matches exactly the instance ids ``template`` gives the StatefulSet's pods; its
-    ``ordinal`` group is the pod's ordinal."""
+    """A regex that matches exactly the instance ids ``template`` gives the StatefulSet's pods and their
+    pool workers; its ``ordinal`` group is the pod's ordinal, its ``worker`` group the worker (or None)."""
     check_template(template)
     name = _need_statefulset(template, statefulset)
     parts: list[str] = []
@@ -61,7 +68,7 @@ def ordinal_pattern(template: str, *, statefulset: str | None, group_id: str) ->
             parts.append(re.escape(name))
         elif field == "group":
             parts.append(re.escape(group_id))
-    return re.compile("".join(parts))
+    return re.compile("".join(parts) + _WORKER)
 
 
 def ordinal_of(instance_id: str, pattern: re.Pattern[str]) -> int | None:
@@ -70,4 +77,11 @@ def ordinal_of(instance_id: str, pattern: re.Pattern[str]) -> int | None:
     return int(match["ordinal"]) if match else None
 
 
-__all__ = ["instance_id_for", "ordinal_of", "ordinal_pattern"]
+def worker_of(instance_id: str, pattern: re.Pattern[str]) -> int | None:
+    """The pool worker encoded in ``instance_id`` (``orders-2-1`` -> 1); None for a pod's own id or an id
+    that does not belong to the StatefulSet."""
+    match = pattern.fullmatch(instance_id)
+    return int(match["worker"]) if match and match["worker"] is not None else None
+
+
+__all__ = ["instance_id_for", "ordinal_of", "ordinal_pattern", "worker_of"]

@@ -1,5 +1,8 @@
 """``static-consumer``: operate static members (probe, describe, remove-members, scale-down, demo).
 
+(``static-consumer run``, the pod main, is :mod:`static_consumer.command`, the script's entry point,
+which hands every other command to :func:`main` here.)
+
 Reads the same settings as the library: ``STATIC_CONSUMER_*`` environment variables (security settings
 included; passwords only from the environment, never from flags), overridden by the flags given. Exit
 codes (see docs/cli.md): 0 ok, 1 the audit found problems (``describe --check``), 2 usage, 69 the broker
@@ -123,9 +126,20 @@ def build_parser() -> argparse.ArgumentParser:
     scale.add_argument("--statefulset", help="StatefulSet name (needed for templates with {pod})")
     scale.add_argument("--replicas", type=int, help="remove every member whose ordinal is >= REPLICAS")
     scale.add_argument("--ordinal", type=int, action="append", default=[], dest="ordinals")
+    scale.add_argument(
+        "--processes",
+        type=int,
+        help="the pods run `static-consumer run --processes N`: also remove the ids their pools do not use "
+        "(workers >= N, the pods' own single-process ids)",
+    )
     scale.add_argument("--instance-id-template", help="default: STATIC_CONSUMER_INSTANCE_ID_TEMPLATE")
 
     sub.add_parser("demo", help="run the demo (see `static-consumer demo --help`)", add_help=False)
+    sub.add_parser(
+        "run",
+        help="a pod's main: N static members in worker processes (see `static-consumer run --help`)",
+        add_help=False,
+    )
     return parser
 
 
@@ -181,6 +195,7 @@ def run(args: argparse.Namespace, ops: Operations, out: TextIO) -> int:
             replicas=args.replicas,
             ordinals=args.ordinals,
             statefulset=args.statefulset,
+            processes=args.processes,
         )
         data, code, text = removal.to_dict(), _removal_exit(removal), render.render_removal(removal)
     if args.json:
@@ -210,6 +225,11 @@ def main(
     out, err = stdout or sys.stdout, stderr or sys.stderr
     if args_list[:1] == ["demo"]:
         return _demo(args_list[1:], err)
+    if args_list[:1] == ["run"]:
+        # The pod main lives above the operator tools (static_consumer.command, the script's entry point):
+        # a pod that runs it must not load them.
+        err.write("static-consumer run: run it with the static-consumer script (static_consumer.command)\n")
+        return EXIT_USAGE
     parser = build_parser()
     try:
         args = parser.parse_args(args_list)

@@ -15,13 +15,14 @@ All functions take the same :class:`~static_consumer.settings.ConsumerSettings` 
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
 
 from static_consumer._kafka import kafka_python
 from static_consumer._kafka.describe import describe_group, describe_with
 from static_consumer._kafka.groups import GroupDescription, RemovalResult
 from static_consumer._kafka.members import leave
-from static_consumer.admin._ordinals import instance_id_for, ordinal_of, ordinal_pattern
+from static_consumer.admin._ordinals import instance_id_for, ordinal_of, ordinal_pattern, worker_of
 from static_consumer.errors import ConfigurationError, UnknownInstanceIdError
 from static_consumer.identity import validate_instance_id
 from static_consumer.settings import ConsumerSettings
@@ -78,37 +79,59 @@ def scale_down(
     ordinals: Iterable[int] = (),
     instance_ids: Iterable[str] = (),
     statefulset: str | None = None,
+    processes: int | None = None,
     reason: str = "StatefulSet scaled down",
 ) -> RemovalResult:
     """Remove the members of pods a StatefulSet no longer has, so their partitions move at once.
 
     Select them by ``replicas`` (every member whose instance id maps, through
-    ``settings.instance_id_template``, to an ordinal >= ``replicas``), by explicit ``ordinals``, or by
-    ``instance_ids``. ``statefulset`` is the StatefulSet name, needed when the template uses ``{pod}`` or
-    ``{statefulset}``. Idempotent: members already gone are reported in ``absent``, not refused, so a
-    retried hook succeeds. Run it only after the removed pods have terminated.
+    ``settings.instance_id_template``, to an ordinal >= ``replicas``; a pool worker's ``{pod id}-{k}``
+    maps to its pod's ordinal), by explicit ``ordinals`` (their pods' pool workers too), or by
+    ``instance_ids``. ``processes``: the pods now run process pools of that many workers, so every
+    member of the StatefulSet the pools do not use is removed too: workers ``k >= processes`` and the
+    pods' own single-process ids. ``statefulset`` is the StatefulSet name, needed when the template uses
+    ``{pod}`` or ``{statefulset}``. Idempotent: members already gone are reported in ``absent``, not
+    refused, so a retried hook succeeds. Run it only after the removed pods (or, for ``processes``, the
+    rollout) have finished.
     """
     group = group_id or settings.group_id
     template = settings.instance_id_template
+    ordinals = list(ordinals)
     chosen = [instance_id_for(template, o, statefulset=statefulset, group_id=group) for o in ordinals]
     chosen.extend(validate_instance_id(i) for i in instance_ids)
-    if replicas is None and not chosen:
-        raise ConfigurationError("scale_down needs replicas, ordinals or instance_ids")
+    if replicas is None and processes is None and not chosen:
+        raise ConfigurationError("scale_down needs replicas, processes, ordinals or instance_ids")
     if replicas is not None and replicas < 0:
         raise ConfigurationError(f"replicas must be >= 0, not {replicas}")
+    if processes is not None and processes < 1:
+        raise ConfigurationError(f"processes must be >= 1, not {processes}")
     with kafka_python.kafka_admin(settings, f"scale down group {group}") as admin:
         description = describe_with(admin, settings, group)
-        if replicas is not None:
+        if replicas is not None or processes is not None or ordinals:
             pattern = ordinal_pattern(template, statefulset=statefulset, group_id=group)
-            for member_id in sorted(description.instance_ids):
-                ordinal = ordinal_of(member_id, pattern)
-                if ordinal is not None and ordinal >= replicas:
-                    chosen.append(member_id)
+            chosen.extend(
+                i
+                for i in sorted(description.instance_ids)
+                if ordinal_of(i, pattern) in ordinals or _dropped(i, pattern, replicas, processes)
+            )
         wanted = list(dict.fromkeys(chosen))
         present = [i for i in wanted if i in description.instance_ids]
         removed, absent, failed = leave(admin, group, present, reason)
     unknown = tuple(i for i in wanted if i not in description.instance_ids)
     return RemovalResult(group, removed, unknown + absent, failed)
+
+
+def _dropped(instance_id: str, pattern: re.Pattern[str], replicas: int | None, processes: int | None) -> bool:
+    """Whether the member ``instance_id`` of the StatefulSet is one its pods no longer run."""
+    ordinal = ordinal_of(instance_id, pattern)
+    if ordinal is None:
+        return False  # not a member of this StatefulSet's pods
+    if replicas is not None and ordinal >= replicas:
+        return True
+    if processes is None:
+        return False
+    worker = worker_of(instance_id, pattern)
+    return worker is None or worker >= processes
 
 
 __all__ = ["DEFAULT_REASON", "describe_group", "remove_members", "scale_down"]

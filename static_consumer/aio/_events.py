@@ -15,6 +15,7 @@ from collections.abc import AsyncIterator
 from static_consumer.events import (
     Assigned,
     Closed,
+    CommitRefused,
     FatalError,
     Fenced,
     Joining,
@@ -98,6 +99,9 @@ class LoopForwarder(MembershipListener):
         self._forward(event)
 
     def on_stalled(self, event: Stalled) -> None:
+        self._forward(event)
+
+    def on_commit_refused(self, event: CommitRefused) -> None:
         self._forward(event)
 
 

@@ -225,6 +225,23 @@ class ConsumerSettings(BaseSettings):
         "refuses a value below the group's session timeout + `release_margin_s`. Default: 3 x (the group's "
         "session timeout + `release_margin_s`).",
     )
+    duplicate_policy: Literal["exit", "wait"] = Field(
+        default="exit",
+        description="What a static member does when a live process holds its instance id (two replicas "
+        "with one id): `exit` ends it with `FencedInstanceError` (exit 82), which a StatefulSet restarts, "
+        "and under the classic protocol the restart fences the other holder in turn, a loop "
+        "(docs/kubernetes.md). `wait` stands by instead: no client, partitions reported lost, a "
+        "`StandingBy` event (readiness off), watching the group until the id is free, then joining; "
+        "`duplicate_max_wait_s` bounds it.",
+    )
+    duplicate_max_wait_s: float = Field(
+        default=3600.0,
+        gt=0,
+        le=_MAX_WAIT_S,
+        allow_inf_nan=False,
+        description="With `duplicate_policy='wait'`: how long a member stands by for its instance id "
+        "before it ends with `FencedInstanceError` (exit 82).",
+    )
     missing_topic_timeout_s: float | None = Field(
         default=120.0,
         gt=0,

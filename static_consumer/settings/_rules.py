@@ -70,6 +70,7 @@ OTHER_ENV_VARS = frozenset(
     {
         "STATIC_CONSUMER_BROKER",
         "STATIC_CONSUMER_CACHE_DIR",
+        "STATIC_CONSUMER_DEBIAN_MIRROR",  # read by the Kafka image build (testing/container/build-base.sh)
         "STATIC_CONSUMER_DELTA_VERSION",
         "STATIC_CONSUMER_KAFKA_VERSION",
         "STATIC_CONSUMER_KEEP_BROKER_DATA",

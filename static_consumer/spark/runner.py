@@ -124,6 +124,7 @@ class MicroBatchRunner:
         )
         self._pending = PendingBatch()
         self._inflight: InFlight | None = None
+        self._refused = False  # a batch's commit was refused since run() last cleared it
         self._next_id = 0
         self._checkpoint = checkpoint
         self._ledger: Ledger | None = None
@@ -198,9 +199,17 @@ class MicroBatchRunner:
                     if idle_timeout_s is not None and self._clock() - idle_since >= idle_timeout_s:
                         break
                     continue
+                self._refused = False
                 self._settle(wait=True)
                 if self._stopping():
                     break
+                if self._refused and batch[1] is None:
+                    # The batch in flight outlived this member's session: its commit was refused and
+                    # the next poll reports the partitions lost. The next batch was collected before:
+                    # put it back and poll once, so the loss prunes it before anything is launched.
+                    self._pending = batch[0]
+                    self._serve_callbacks()
+                    continue
                 records += self._launch(*batch, collect_s)
                 batches += 1
                 idle_since = self._clock()
@@ -251,6 +260,14 @@ class MicroBatchRunner:
             # partitions still owned, in case a record of a just-revoked partition came back with them.
             self._pending.add(got, self._consumer.assignment)
             self._settle(wait=False)
+
+    def _serve_callbacks(self) -> None:
+        """One poll: membership callbacks run (a loss prunes the pending batch), and what it returns
+        joins the pending batch for the partitions still owned."""
+        got = self._consumer.consume_batch(self._limits.poll_records, timeout=0.2)
+        if self._ledger is not None:
+            got = self._ledger.admit(got)
+        self._pending.add(got, self._consumer.assignment)
 
     def _replay_due(self) -> bool:
         assert self._ledger is not None
@@ -394,6 +411,7 @@ class MicroBatchRunner:
                 lambda: self._consumer.commit(offsets, asynchronous=False), sleep=self._sleep, what="commit"
             )
         except (CommitFailedError, RetriableError) as exc:
+            self._refused = self._refused or isinstance(exc, CommitFailedError)
             # At-least-once: the batch was processed but its records will be delivered again (with a
             # checkpoint they are recognised then and skipped).
             log.warning("batch %d was processed but not committed: %s", info.batch_id, exc)

@@ -160,6 +160,16 @@ METRICS: tuple[Metric, ...] = (
         "(a streaming query's processedRowsPerSecond); no value before the first batch.",
     ),
     Metric(
+        "static_consumer.commits.refused",
+        "counter",
+        "{commit}",
+        "Commits the broker refused because the partitions moved or this member's session or generation "
+        "had ended (a lost session, a handler blocked past max_poll_interval_ms), by Kafka error name; "
+        "their records come again and the consumer goes on (see the CommitRefused event).",
+        (REASON,),
+        java="commit failures (CommitFailedException)",
+    ),
+    Metric(
         "static_consumer.stalls",
         "counter",
         "{stall}",

@@ -29,8 +29,8 @@ FIELDS: tuple[Field, ...] = (
         "event",
         "string",
         "STRING",
-        "`joining`, `assigned`, `revoked`, `lost`, `fenced`, `fatal`, `closed`, `stalled`, or `batch` (a "
-        "Spark bridge micro-batch was processed).",
+        "`joining`, `assigned`, `revoked`, `lost`, `fenced`, `fatal`, `closed`, `stalled`, "
+        "`commit_refused`, or `batch` (a Spark bridge micro-batch was processed).",
     ),
     Field("group", "string", "STRING", "Consumer group id."),
     Field("instance_id", "string or null", "STRING", "`group.instance.id`; null for a dynamic member."),
@@ -58,7 +58,8 @@ FIELDS: tuple[Field, ...] = (
         "list of {topic, partition} or null",
         _PARTITIONS,
         "`assigned`/`revoked`/`lost`: the partitions of the event. `joining`: the partitions the "
-        "broker held for the instance id (when `held`). Else null.",
+        "broker held for the instance id (when `held`). `commit_refused`: the partitions of the "
+        "refused commit. Else null.",
     ),
     Field(
         "held",
@@ -88,7 +89,19 @@ FIELDS: tuple[Field, ...] = (
         "STRING",
         "`lost`, `fenced` or `fatal` when this event failed a rebalance or join. Else absent.",
     ),
-    Field("error", "string or null", "STRING", "`fenced`/`fatal`: the client's error text."),
+    Field(
+        "error",
+        "string or null",
+        "STRING",
+        "`fenced`/`fatal`: the client's error text. `commit_refused`: Kafka's name for the refusal "
+        "(e.g. `UNKNOWN_MEMBER_ID`).",
+    ),
+    Field(
+        "offsets",
+        "list of {topic, partition, offset} or null",
+        "ARRAY<STRUCT<`topic`: STRING, `partition`: INT, `offset`: BIGINT>>",
+        "`commit_refused` only: the offsets that were not committed (their records come again).",
+    ),
     Field(
         "left_group",
         "bool or null",

@@ -21,6 +21,7 @@ from static_consumer.events import (
     Assigned,
     BatchProgress,
     Closed,
+    CommitRefused,
     FatalError,
     Fenced,
     Joining,
@@ -44,6 +45,7 @@ _NAMES: dict[type[MembershipEvent], str] = {
     Closed: "closed",
     BatchProgress: "batch",
     Stalled: "stalled",
+    CommitRefused: "commit_refused",
 }
 _BATCH_FIELDS = (
     "batch_id",
@@ -121,6 +123,9 @@ class EventLog(MembershipListener):
     def on_stalled(self, event: Stalled) -> None:
         self._write(event)
 
+    def on_commit_refused(self, event: CommitRefused) -> None:
+        self._write(event)
+
     def _write(self, event: MembershipEvent) -> None:
         with self._lock:
             key = (event.group_id, event.instance_id)
@@ -156,6 +161,12 @@ def record(event: MembershipEvent, tracker: MembershipTracker) -> dict[str, Any]
         line["error"] = event.error
     elif isinstance(event, Closed):
         line["left_group"] = event.left_group
+    elif isinstance(event, CommitRefused):
+        line["partitions"] = _partitions(event.partitions)
+        line["offsets"] = [
+            {"topic": tp.topic, "partition": tp.partition, "offset": o} for tp, o in event.offsets
+        ]
+        line["error"] = event.error
     elif isinstance(event, BatchProgress):
         for name in _BATCH_FIELDS:
             value = getattr(event, name)

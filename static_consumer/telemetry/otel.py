@@ -19,6 +19,7 @@ from static_consumer.events import (
     Assigned,
     BatchProgress,
     Closed,
+    CommitRefused,
     FatalError,
     Fenced,
     Joining,
@@ -100,6 +101,7 @@ class OtelListener(MembershipListener):
         self._rejoins = counter("static_consumer.static_rejoins")
         self._join_duration = histogram("static_consumer.join.duration", _SECONDS)
         self._stalls = counter("static_consumer.stalls")
+        self._refused = counter("static_consumer.commits.refused")
         self._stall_dropped = counter("static_consumer.stall.dropped_records")
         spec = by_name["static_consumer.assigned_partitions"]
         self._assigned = meter.create_up_down_counter(spec.name, spec.unit, spec.description)
@@ -188,6 +190,10 @@ class OtelListener(MembershipListener):
         error = None if event.verdict == "ok" else event.verdict
         began = event.at - event.gap_s - event.waited_s
         self._span("static_consumer.stall", began, event.at, event, extra, error)
+
+    def on_commit_refused(self, event: CommitRefused) -> None:
+        self._handle(event)
+        self._refused.add(1, {**self._attrs, REASON: event.error})
 
     # -- recording -----------------------------------------------------------------------------------
 

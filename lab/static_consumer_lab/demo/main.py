@@ -148,7 +148,9 @@ def run_and_report(cfg: DemoConfig, out: Path) -> int:
         print(f"static-consumer demo: {exc}", file=sys.stderr)
         return 2
     progress("starting a real Apache Kafka broker (KAFKA_BOOTSTRAP_SERVERS to use an existing one)")
-    with local_cluster(os.environ) as cluster:
+    # The lab broker (lowered group minimums): the demo gives KIP-848 groups --session-timeout-s (20 s by
+    # default) and 500 ms heartbeats as group configs, which a stock broker refuses (45 s / 5 s minimums).
+    with local_cluster(os.environ, profile="lab") as cluster:
         progress(f"Apache Kafka {cluster.version} via {cluster.backend} at {cluster.bootstrap_servers}")
         outcome = run_demo(cluster, cfg, events_dir, progress)
     return report(outcome, out)

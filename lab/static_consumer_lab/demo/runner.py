@@ -92,6 +92,7 @@ class _Bounce:
             static=strategy.static,
             spec_factory=member_spec,
             session_ms=int(self.cfg.session_timeout_s * 1000),
+            lab=True,  # its KIP-848 groups take --session-timeout-s and 500 ms heartbeats: the lab broker
         )
 
     def _settle(self, timeout_s: float, after: str) -> float:

@@ -1,0 +1,313 @@
+"""What a process pool per pod buys (records/s with a CPU-bound handler) and costs (memory; restarts).
+
+    python bench/bench_pool.py throughput [--runs 3] [--records 200000] [--work-us 50] [--partitions 8]
+    python bench/bench_pool.py restart [--runs 3] [--protocols classic,consumer]
+
+One Apache Kafka broker on the JVM (the test harness) with Apache Kafka's default group settings
+(``STOCK_GROUP_CONFIG``: KIP-848 session 45 s and heartbeats 5 s, classic minimum session 6 s, initial
+rebalance delay 3 s), not the harness's fast test settings. Pods are ``static-consumer run --processes N
+static_consumer_lab.pool_app:handle`` child processes (:class:`static_consumer_lab.pods.PoolPod`), the
+control the README's single-process pod main (``run_until_sigterm``) around the same handler.
+
+throughput: per round, one pod of each kind reads a topic of ``--records`` 100 B records from its start
+(a new topic and group each), the handler doing ``--work-us`` of pure-Python work per record (a loop
+calibrated to that much CPU time on this machine before the run, so it is the same work whatever the
+load). Rate: records over
+the time from the first batch's start to the last batch's end, across the pod's workers. The kinds run
+back to back, in alternating order, after a warm-up round; ratios are taken within a round. Memory: RSS,
+PSS and USS (private) of every process of the pod, read from /proc near the end of the read.
+
+restart: per run and protocol, two pods of 2 workers (app-<run>-0, app-<run>-1) on 8 partitions, a
+producer writing 200 records/s; (a) a rolling restart of the first (SIGTERM, wait for its exit, start it
+again), (b) SIGKILL to one worker of the first (the pool restarts it in place). Counts broker rebalances
+(classic generations, KIP-848 group epoch bumps, from the broker log) and revocations seen by the other
+pod and by the other worker; times from the signal; and whether the partitions came back to the same
+workers.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import tempfile
+import time
+import uuid
+from pathlib import Path
+from typing import Any
+
+from _bench import machine
+
+from static_consumer_lab import JvmKafkaCluster, create_topic
+from static_consumer_lab.kafka_ops import produce
+from static_consumer_lab.pods import PoolPod, event_time
+from static_consumer_lab.pool_app import calibrate
+from static_consumer_lab.processes import wait_until
+from static_consumer_lab.producer import SteadyProducer
+
+# Apache Kafka 4.3's defaults for the group settings the harness shortens for tests.
+STOCK_GROUP_CONFIG = {
+    "group.initial.rebalance.delay.ms": "3000",
+    "group.min.session.timeout.ms": "6000",
+    "group.consumer.session.timeout.ms": "45000",
+    "group.consumer.min.session.timeout.ms": "45000",
+    "group.consumer.heartbeat.interval.ms": "5000",
+    "group.consumer.min.heartbeat.interval.ms": "5000",
+}
+KINDS = {"plain pod main": (1, True), "pool, 1 process": (1, False), "pool, 2 processes": (2, False)}
+
+
+def load() -> str:
+    one, five, _ = os.getloadavg()
+    return f"{one:.1f}/{five:.1f}"
+
+
+def spread(values: list[float], digits: int = 0) -> str:
+    if not values:
+        return "-"
+    f = f"{{:,.{digits}f}}"
+    mid, low, high = statistics.median(values), min(values), max(values)
+    return f"{f.format(mid)} [{f.format(low)}-{f.format(high)}]"
+
+
+def memory(pid: int) -> tuple[float, float, float]:
+    """RSS, PSS and USS (private pages) of ``pid`` in MiB, from /proc/PID/smaps_rollup."""
+    fields: dict[str, int] = {}
+    for line in Path(f"/proc/{pid}/smaps_rollup").read_text().splitlines()[1:]:
+        name, value, *_ = line.split()
+        fields[name.rstrip(":")] = int(value)
+    private = fields["Private_Clean"] + fields["Private_Dirty"]
+    return fields["Rss"] / 1024, fields["Pss"] / 1024, private / 1024
+
+
+def settings(bootstrap: str, group: str, topic: str, protocol: str = "classic") -> dict[str, Any]:
+    return {
+        "bootstrap_servers": bootstrap,
+        "group_id": group,
+        "topics": topic,
+        "protocol": protocol,
+        "shutdown_timeout_s": 20.0,
+    }
+
+
+# ------------------------------------------------------------------------------------------ throughput
+def one_read(
+    bootstrap: str, kind: str, records: int, partitions: int, iterations: int, workdir: Path
+) -> dict[str, Any]:
+    processes, plain = KINDS[kind]
+    tag = uuid.uuid4().hex[:8]
+    topic = create_topic(bootstrap, f"bench-pool-{tag}", partitions)
+    produce(bootstrap, topic, records)
+    pod = PoolPod(
+        f"bench-{tag}-0",
+        processes=processes,
+        plain=plain,
+        settings=settings(bootstrap, f"bench-pool-{tag}", topic),
+        workdir=workdir,
+        env={"POOL_APP_WORK_ITERATIONS": str(iterations)},
+        record_offsets=False,
+    )
+    pod.start()
+    sampled: list[tuple[str, tuple[float, float, float]]] = []
+    try:
+
+        def done() -> bool:
+            handled = sum(count for _, count, _, _ in pod.batches())
+            if not sampled and handled >= records * 0.8:  # memory once, near the end of the read
+                assert pod.proc is not None
+                pids = [("main", pod.proc.pid)] if plain else [("supervisor", pod.proc.pid)]
+                pids += [("worker", w["pid"]) for w in pod.workers() if w["pid"]]
+                sampled.extend((role, memory(pid)) for role, pid in pids)
+            return handled >= records
+
+        wait_until(done, 600, lambda: f"{kind} to read {records} records; {pod.describe()}", poll_s=0.2)
+    finally:
+        code = pod.stop(timeout_s=60)
+    batches = pod.batches()
+    wall = max(b[3] for b in batches) - min(b[2] for b in batches)
+    return {"rate": records / wall, "memory": sampled, "exit": code}
+
+
+def throughput(bootstrap: str, args: argparse.Namespace, workdir: Path) -> None:
+    iterations = calibrate(args.work_us / 1e6)
+    print(f"work: {iterations} iterations per record = {args.work_us:g} us of CPU time (calibrated)")
+    got: dict[str, list[dict[str, Any]]] = {kind: [] for kind in KINDS}
+    for number in range(args.runs + 1):
+        order = list(KINDS) if number % 2 else list(KINDS)[::-1]
+        row = {
+            kind: one_read(bootstrap, kind, args.records, args.partitions, iterations, workdir)
+            for kind in order
+        }
+        label = "warm-up" if number == 0 else f"round {number}"
+        print(f"  {label} (load {load()}): " + ", ".join(f"{k} {r['rate']:,.0f}/s" for k, r in row.items()))
+        if number:
+            for kind, result in row.items():
+                got[kind].append(result)
+    base = [r["rate"] for r in got["pool, 1 process"]]
+    plain = [r["rate"] for r in got["plain pod main"]]
+    print(
+        f"\n{args.records:,} records of 100 B, {args.partitions} partitions, {args.work_us:g} us of "
+        f"pure-Python work per record; median [min-max] of {args.runs} rounds"
+    )
+    print(
+        "| pod | records/s | to 1 process | to the plain main | RSS per worker, MiB | PSS per worker | "
+        "USS per worker | supervisor RSS / USS | exit codes |"
+    )
+    print("|---|---|---|---|---|---|---|---|---|")
+    for kind, results in got.items():
+        rates = [r["rate"] for r in results]
+        to_one = [r / b for r, b in zip(rates, base, strict=True)]
+        to_plain = [r / b for r, b in zip(rates, plain, strict=True)]
+        workers = [m for r in results for role, m in r["memory"] if role in ("worker", "main")]
+        supers = [m for r in results for role, m in r["memory"] if role == "supervisor"]
+        sup = f"{spread([m[0] for m in supers], 1)} / {spread([m[2] for m in supers], 1)}" if supers else "-"
+        print(
+            f"| {kind} | {spread(rates)} | {spread(to_one, 2)} | {spread(to_plain, 2)} | "
+            f"{spread([m[0] for m in workers], 1)} | {spread([m[1] for m in workers], 1)} | "
+            f"{spread([m[2] for m in workers], 1)} | {sup} | {sorted({r['exit'] for r in results})} |"
+        )
+
+
+# --------------------------------------------------------------------------------------------- restarts
+PARTITIONS = 8
+
+
+def stable(pods: list[PoolPod], topic: str, settle_s: float = 3.0) -> dict[str, set[tuple[str, int]]]:
+    everything = {(topic, p) for p in range(PARTITIONS)}
+    last: dict[str, set[tuple[str, int]]] = {}
+    since = time.monotonic()
+
+    def settled() -> bool:
+        nonlocal last, since
+        owned = {k: v for pod in pods for k, v in pod.owned().items()}
+        parts = [tp for s in owned.values() for tp in s]
+        if len(parts) != len(set(parts)) or set(parts) != everything or owned != last:
+            last, since = owned, time.monotonic()
+            return False
+        return time.monotonic() - since >= settle_s
+
+    wait_until(settled, 180, lambda: f"a settled assignment; now {last}")
+    return last
+
+
+def first_assigned(pod: PoolPod, instance_id: str, since: float) -> float | None:
+    times = [
+        event_time(e)
+        for e in pod.events(since)
+        if e["event"] == "assigned" and e["instance_id"] == instance_id and e["partitions"]
+    ]
+    return min(times) if times else None
+
+
+def one_restart_run(cluster: JvmKafkaCluster, protocol: str, workdir: Path) -> dict[str, Any]:
+    bootstrap = cluster.bootstrap_servers
+    tag = uuid.uuid4().hex[:8]
+    topic = create_topic(bootstrap, f"bench-pool-restart-{tag}", PARTITIONS)
+    group = f"bench-pool-restart-{protocol}-{tag}"
+    conf = settings(bootstrap, group, topic, protocol)
+    # StatefulSet pod names (app-<run>-<ordinal>): the pool derives its workers' ids from them
+    a, b = (PoolPod(f"app-{tag}-{n}", processes=2, settings=conf, workdir=workdir) for n in (0, 1))
+    pods = [a, b]
+    out: dict[str, Any] = {}
+    with SteadyProducer(bootstrap, topic, rate_per_s=200, max_s=900):
+        try:
+            for pod in pods:
+                pod.start()
+            for pod in pods:
+                pod.wait_ready(120)
+            owned = stable(pods, topic)
+            # (a) rolling restart of pod a
+            before, since = cluster.group_rebalances(group), time.time()
+            signalled = time.monotonic()
+            out["roll_exit"] = a.stop(timeout_s=60)
+            out["roll_down_s"] = time.monotonic() - signalled
+            a.start()
+            a.wait_ready(120)
+            out["roll_ready_s"] = time.monotonic() - signalled
+            after = stable(pods, topic)
+            out["roll_rebalances"] = len(cluster.group_rebalances(group)) - len(before)
+            out["roll_revoked_other_pod"] = len(b.revocations(since))
+            out["roll_revoked_restarted"] = len(a.revocations(since + out["roll_down_s"]))
+            out["roll_same"] = after == owned
+            # (b) a worker of pod a killed: restarted in place
+            owned = after
+            before, since = cluster.group_rebalances(group), time.time()
+            victim = a.workers()[1]["instance_id"]
+            a.kill_worker(1)
+            wait_until(
+                lambda: a.workers()[1]["restarts"] == 1 and a.workers()[1]["ready"],
+                180,
+                lambda: f"the killed worker back; {a.describe()}",
+            )
+            back = first_assigned(a, victim, since)
+            out["crash_back_s"] = None if back is None else back - since
+            after = stable(pods, topic)
+            out["crash_rebalances"] = len(cluster.group_rebalances(group)) - len(before)
+            out["crash_revoked_other_pod"] = len(b.revocations(since))
+            out["crash_revoked_other_worker"] = len(
+                [e for e in a.revocations(since) if e["instance_id"] != victim]
+            )
+            out["crash_same"] = after == owned
+            out["stop_exits"] = [pod.stop(timeout_s=60) for pod in pods]
+        finally:
+            for pod in pods:
+                pod.kill()
+    return out
+
+
+def restarts(cluster: JvmKafkaCluster, args: argparse.Namespace, workdir: Path) -> None:
+    for protocol in args.protocols.split(","):
+        runs = []
+        for number in range(1, args.runs + 1):
+            got = one_restart_run(cluster, protocol, workdir)
+            runs.append(got)
+            print(f"  {protocol} run {number} (load {load()}): {got}")
+        print(f"\n{protocol}: two pods of 2 workers, 8 partitions, 200 records/s; {args.runs} runs")
+        print(
+            "| event | rebalances | revocations, other pod | revocations, other worker of the pod | "
+            "seconds | same partitions | exits |"
+        )
+        print("|---|---|---|---|---|---|---|")
+        rolls = [r["roll_ready_s"] for r in runs]
+        downs = [r["roll_down_s"] for r in runs]
+        print(
+            f"| rolling restart of a pod (SIGTERM, start) | {sum(r['roll_rebalances'] for r in runs)} | "
+            f"{sum(r['roll_revoked_other_pod'] for r in runs)} | - | SIGTERM to exit {spread(downs, 1)}, "
+            f"to ready again {spread(rolls, 1)} | {sum(r['roll_same'] for r in runs)} of {len(runs)} | "
+            f"{sorted({r['roll_exit'] for r in runs})} |"
+        )
+        backs = [r["crash_back_s"] for r in runs if r["crash_back_s"] is not None]
+        print(
+            f"| SIGKILL to one worker (restarted in place) | {sum(r['crash_rebalances'] for r in runs)} | "
+            f"{sum(r['crash_revoked_other_pod'] for r in runs)} | "
+            f"{sum(r['crash_revoked_other_worker'] for r in runs)} | kill to its assignment "
+            f"{spread(backs, 1)} | {sum(r['crash_same'] for r in runs)} of {len(runs)} | "
+            f"{sorted({c for r in runs for c in r['stop_exits']})} |"
+        )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("what", choices=["throughput", "restart"])
+    parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--records", type=int, default=200_000)
+    parser.add_argument("--work-us", type=float, default=50.0)
+    parser.add_argument("--partitions", type=int, default=8)
+    parser.add_argument("--protocols", default="classic,consumer")
+    args = parser.parse_args()
+    print(machine())
+    print(f"load average (1/5 min) at start {load()}; the machine is shared with other sessions")
+    with (
+        tempfile.TemporaryDirectory(prefix="bench-pool-") as tmp,
+        JvmKafkaCluster(1, extra_config=STOCK_GROUP_CONFIG) as cluster,
+    ):
+        print(f"Apache Kafka {cluster.version} at {cluster.bootstrap_servers}, stock group settings")
+        if args.what == "throughput":
+            throughput(cluster.bootstrap_servers, args, Path(tmp))
+        else:
+            restarts(cluster, args, Path(tmp))
+    print(f"load average (1/5 min) at the end {load()}")
+
+
+if __name__ == "__main__":
+    main()
