@@ -11,14 +11,14 @@ from __future__ import annotations
 
 import confluent_kafka
 import pytest
-from fakes import FENCED, TRANSPORT_ERROR, Assign, FakeClock, Lose, Revoke, rec, tp
-from test_consumer_unit import consumer
+from fakes import FENCED, MODERN, TRANSPORT_ERROR, Assign, FakeClock, FakeFactory, Lose, Revoke, rec, tp
+from test_consumer_unit import POD_ENV, consumer, make_settings
 
 from static_consumer._core.confluent import ConfluentAdapter
 from static_consumer._core.seam import PollError
-from static_consumer.consumer import State
+from static_consumer.consumer import State, StaticConsumer
 from static_consumer.errors import CommitFailedError, FencedInstanceError, RetriableError
-from static_consumer.events import Fenced
+from static_consumer.events import CommitRefused, Fenced, MembershipListener
 
 REBALANCING = PollError(27, "REBALANCE_IN_PROGRESS", "Broker: Group rebalance in progress", False, False)
 
@@ -42,7 +42,7 @@ def test_a_commit_asked_for_while_one_is_in_flight_goes_once_that_one_ended() ->
     assert factory.last.commits == [{tp(0): 2, tp(1): 6}, {tp(0): 3}]
 
 
-def test_a_failed_commit_is_raised_by_the_next_commit_and_its_offsets_go_with_a_later_one() -> None:
+def test_a_failed_commit_is_raised_by_the_next_commit_once_that_commit_sent_its_own_offsets() -> None:
     c, factory, _ = consumer([Assign((tp(0),)), rec(0, 1), rec(0, 2), rec(0, 3), None])
     with c:
         adapter = factory.last
@@ -53,10 +53,40 @@ def test_a_failed_commit_is_raised_by_the_next_commit_and_its_offsets_go_with_a_
         batch = c.consume(1, 0.1)  # a non-fatal failure is not the poll path's to raise
         with pytest.raises(RetriableError, match=r"t\[0\]@2"):  # the failed commit's offsets, named
             c.commit(batch)
-        assert adapter.begun == [{tp(0): 2}]  # nothing sent with the failure
-        assert c.commit(c.consume(1, 0.1)) == {tp(0): 4}  # the next commit carries everything processed
+        assert adapter.begun == [{tp(0): 2}, {tp(0): 3}]  # this call's offsets went all the same
+        assert c.commit(c.consume(1, 0.1)) == {tp(0): 4}  # owed, raised nothing more
         adapter.end_commit()
-    assert adapter.commits == [{tp(0): 4}]
+        assert c.consume(1, 0.1) == []  # reads it, sends what is owed
+        adapter.end_commit()
+    assert adapter.commits == [{tp(0): 3}, {tp(0): 4}]
+
+
+def test_the_last_commit_before_a_quiet_spell_goes_out_even_when_it_raises_an_earlier_refusal() -> None:
+    # A partition that receives nothing more: no later commit() would send its last offsets.
+    refused: list[CommitRefused] = []
+
+    class Refusals(MembershipListener):
+        def on_commit_refused(self, event: CommitRefused) -> None:
+            refused.append(event)
+
+    factory = FakeFactory([Assign((tp(0),)), rec(0, 1), rec(0, 2), None, None])
+    c = StaticConsumer(
+        make_settings(), listeners=[Refusals()], adapter_factory=factory, env=POD_ENV, probe=lambda s: MODERN
+    )
+    with c:
+        adapter = factory.last
+        adapter.hold_commits = True
+        c.commit(c.consume(1, 0.1))
+        adapter.commit_failures.append(REBALANCING)
+        adapter.end_commit()
+        last = c.consume(1, 0.1)  # the refusal is read here, and said at once
+        assert [e.error for e in refused] == ["REBALANCE_IN_PROGRESS"]
+        with pytest.raises(CommitFailedError):
+            c.commit(last)
+        adapter.end_commit()
+        assert c.consume(1, 0.1) == [] and c.commit() == {}
+    assert adapter.commits == [{tp(0): 3}]
+    assert len(refused) == 1  # said once
 
 
 def test_a_refused_commit_raises_commit_failed_error_from_the_next_commit() -> None:

@@ -115,8 +115,9 @@ class CommitFlight:
     At most one is in flight: a commit asked for meanwhile is ``owed`` and sent, with every offset
     processed by then, once the result of the one in flight was read. ``superseded``: a synchronous
     commit sent every processed offset since, so that result counts for nothing. ``failed``: a commit
-    that ended in a failure the next ``commit()`` raises (the poll path raises a fatal one at once;
-    ``refusal`` when the client was replaced instead, after it lost its own session).
+    that met a failure that ends the session (a fence, a missing ACL), raised by the poll path at once or
+    the next ``commit()``. ``refusal``: any other failure (or a fence the client recovered from by
+    replacing itself after it lost its own session), raised by the next ``commit()``.
     """
 
     sent: Mapping[TopicPartition, int] | None = None  # the offsets of the commit in flight
@@ -125,7 +126,7 @@ class CommitFlight:
     owed: bool = False
     superseded: bool = False
     failed: tuple[PollError, Mapping[TopicPartition, int]] | None = None
-    refusal: StaticConsumerError | None = None  # a fatal failure the client recovered from: refused
+    refusal: StaticConsumerError | None = None  # raised by the next commit()
 
 
 __all__ = ["CommitFlight", "OffsetTracker"]

@@ -90,9 +90,10 @@ def commit(session: Session, what: Commitable, *, asynchronous: bool) -> dict[To
     or explicit next-offsets. Returns the offsets sent, or owed to the commit in flight (asynchronous).
 
     Asynchronous: raises the failure of a commit whose result was read since the last call (see the
-    mode). Explicit offsets while a commit is in flight go synchronously (they need not be higher than
-    the ones in flight, and must not be overtaken by them). Synchronous: waits for the broker; raises for
-    a refused commit."""
+    mode), after this call's offsets were sent or owed all the same (a fence or a missing ACL: before,
+    and nothing is sent). Explicit offsets while a commit is in flight go synchronously (they need not be
+    higher than the ones in flight, and must not be overtaken by them). Synchronous: waits for the
+    broker; raises for a refused commit."""
     adapter = session.adapter
     if adapter is None:
         raise RuntimeError("static_consumer bug: commit without a client")
@@ -109,45 +110,44 @@ def commit(session: Session, what: Commitable, *, asynchronous: bool) -> dict[To
     if asynchronous and (explicit and flight.sent is not None or _after_a_stall(session)):
         # After a stall the member may have lost its partitions meanwhile: its answer, now.
         asynchronous = False
-    refusal, flight.refusal = flight.refusal, None
-    if asynchronous:
+    if flight.failed is not None:  # a fence or a missing ACL an earlier commit met: raised, nothing sent
         failed, flight.failed = flight.failed, None
-        if failed is not None:
-            _raise_failure(session, *failed)
-        if refusal is not None:
-            raise refusal
-    else:
-        flight.failed = None  # this commit sends those offsets again and reports its own outcome
+        _raise_failure(session, *failed)
+    # An earlier commit's refusal: raised once this call's own offsets went (a synchronous commit sends
+    # those offsets again and reports its own outcome instead).
+    refusal, flight.refusal = flight.refusal, None
     if not explicit:
         offsets = session.offsets.pending()
         if asynchronous and flight.sent is not None:  # sent already, owed only if newer
             offsets = {tp: o for tp, o in offsets.items() if flight.sent.get(tp) != o}
-    if not offsets:
-        return {}
-    if asynchronous:
-        if flight.sent is not None:
-            flight.owed = True
-            return offsets
+    if not asynchronous:
+        if offsets:
+            supersede(session)
+            try:
+                adapter.commit(offsets)
+            except AdapterError as exc:
+                _raise_failure(session, exc.error, offsets)
+            session.offsets.committed(offsets)
+        return offsets
+    if offsets and flight.sent is not None:
+        flight.owed = True
+    elif offsets:
         _begin(session, adapter, offsets)
         settle(session)  # one that ended at once (a fake client) is reported at once
-        failed, flight.failed = flight.failed, None
-        if failed is not None:
+        if flight.failed is not None:
+            failed, flight.failed = flight.failed, None
             _raise_failure(session, *failed)
-        return offsets
-    supersede(session)
-    try:
-        adapter.commit(offsets)
-    except AdapterError as exc:
-        _raise_failure(session, exc.error, offsets)
-    session.offsets.committed(offsets)
+        refusal, flight.refusal = refusal or flight.refusal, None
+    if refusal is not None:
+        raise refusal
     return offsets
 
 
 def settle(session: Session) -> bool:
     """Read the result of the commit in flight, if the client has served it: a success counts as
-    committed for the partitions still owned since it was sent; a failure is kept for the next
-    ``commit()`` (its offsets stay pending: that commit, or close, sends them again); the result of a
-    superseded commit counts for nothing. Never raises. True when no commit is in flight any more."""
+    committed for the partitions still owned since it was sent; a failure is kept (:func:`_failed`; its
+    offsets stay pending: the next commit, or close, sends them again); the result of a superseded
+    commit counts for nothing. Never raises. True when no commit is in flight any more."""
     flight = session.commits
     if flight.sent is None:
         return True
@@ -163,10 +163,21 @@ def settle(session: Session) -> bool:
         flight.superseded = False
     elif result.error is None:
         session.offsets.committed(result.offsets, sent_at=flight.sent_at)
-        flight.failed = None  # what failed before went with this one
+        flight.refusal = None  # what failed before went with this one
     else:
-        flight.failed = (scrubbed(session.settings, result.error), result.offsets)
+        _failed(session, result.error, result.offsets)
     return True
+
+
+def _failed(session: Session, error: PollError, offsets: Mapping[TopicPartition, int]) -> None:
+    """Keep the failure of a commit that did not wait: one that ends the session (a fence, a missing
+    ACL) for the poll path or the next commit to raise; any other is said now (a refusal is a
+    ``CommitRefused`` event at once) and raised by the next ``commit()``."""
+    error = scrubbed(session.settings, error)
+    if ends_session(error):
+        session.commits.failed = (error, offsets)
+    else:
+        session.commits.refusal = _refusal(session, error, offsets)
 
 
 def supersede(session: Session) -> None:
@@ -180,16 +191,17 @@ def supersede(session: Session) -> None:
 
 def pump(session: Session) -> None:
     """After each client call on the poll path: read the result of the commit in flight, send an owed
-    commit, and raise a fatal failure at once (a fence found by a commit: nothing more is handed out)."""
+    commit, and raise a failure that ends the session at once (a fence found by a commit: nothing more
+    is handed out)."""
     flight = session.commits
     if flight.sent is not None:
         settle(session)
-    if flight.owed and flight.sent is None and session.usable and session.adapter is not None:
+    if flight.owed and flight.sent is None and flight.failed is None and session.usable:
         flight.owed = False
         owed = session.offsets.pending()
-        if owed:
+        if owed and session.adapter is not None:
             _begin(session, session.adapter, owed)
-    if flight.failed is not None and flight.failed[0].fatal:
+    if flight.failed is not None:
         error, offsets = flight.failed
         flight.failed = None
         recover_or_die(session, error, _no_other_errors)
@@ -204,7 +216,7 @@ def _begin(session: Session, adapter: ConsumerAdapter, offsets: Mapping[TopicPar
     try:
         adapter.begin_commit(offsets)
     except AdapterError as exc:
-        flight.failed = (scrubbed(session.settings, exc.error), dict(offsets))
+        _failed(session, exc.error, dict(offsets))
         return
     flight.sent, flight.sent_at, flight.client = offsets, session.offsets.version, adapter
     flight.owed = flight.superseded = False
