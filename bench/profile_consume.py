@@ -7,9 +7,10 @@ Stages: the consume call (for StaticConsumer also the client's own ``consume()``
 is the wrapper's: turning messages into Records, its bookkeeping, and freeing the previous batch), the
 user's loop (every value read), and the commit. ``--cprofile`` adds a cProfile of one StaticConsumer
 pass. Thread CPU time, not wall time: what a wrapper adds to the consuming thread, whatever else the
-machine runs. StaticConsumer's commit does not wait for the broker (it commits on a thread of its own),
+machine runs. StaticConsumer's commit does not wait for the broker (librdkafka's asynchronous commit,
+its result served by the next consume on the consuming thread, while the raw loop commits synchronously),
 so the process's CPU per record over the same span is printed beside it ("process", librdkafka's threads
-and that commit thread included): the consuming thread's share alone would flatter it. Each round
+included): the consuming thread's share alone could flatter it. Each round
 ends with the ratios to the raw loop of that round. The broker is KAFKA_BOOTSTRAP_SERVERS if set, else
 the embedded one (see docs/testing.md).
 """
