@@ -38,6 +38,7 @@ FAST = DemoConfig(
     # A hard-killed member's session must expire before dynamic groups (and KIP-848 static ones) go on:
     # short enough for CI, long enough for heartbeats from 20 processes on a busy 2-core machine.
     session_timeout_s=6.0,
+    lab=True,
     strategies=ALL_STRATEGIES,
     settle_s=1.0,
     lead_s=2.0,

@@ -48,7 +48,12 @@ _KNOBS: tuple[tuple[str, str, type, str], ...] = (
         "seconds a member spends per partition it receives without holding its state (a local store or "
         "cache rebuild; 0: stateless)",
     ),
-    ("--session-timeout-s", "session_timeout_s", float, "for every group, classic and KIP-848"),
+    (
+        "--session-timeout-s",
+        "session_timeout_s",
+        float,
+        "with --lab: every group's session timeout, classic and KIP-848 (default 20)",
+    ),
 )
 
 
@@ -69,6 +74,12 @@ def parser() -> argparse.ArgumentParser:
         default = getattr(d, field)
         p.add_argument(flag, dest=field, type=kind, default=default, help=f"{text} (default {default})")
     p.add_argument("--partitions", type=int, help="topic partitions (default 2 x --members)")
+    p.add_argument(
+        "--lab",
+        action="store_true",
+        help="run on a lab broker (lowered group minimums: --session-timeout-s and 500 ms heartbeats for "
+        "every group, KIP-848 included, which no stock or hosted broker allows; the header says LAB)",
+    )
     p.add_argument(
         "--kill", action="store_true", help="add a round that SIGKILLs each member, then restarts it"
     )
@@ -116,6 +127,7 @@ def config(args: argparse.Namespace) -> DemoConfig:
         **{field: getattr(args, field) for _flag, field, _kind, _text in _KNOBS},
         partitions=args.partitions if args.partitions is not None else 2 * args.members,
         kill=args.kill,
+        lab=args.lab,
         strategies=ALL_STRATEGIES
         if args.strategies == "all"
         else tuple(s.strip() for s in args.strategies.split(",") if s.strip()),
@@ -136,6 +148,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def run_and_report(cfg: DemoConfig, out: Path) -> int:
     from static_consumer_lab.backends import local_cluster
+    from static_consumer_lab.jvm import Profile
     from static_consumer_lab.demo.rundata import prepare
     from static_consumer_lab.demo.runner import run_demo
 
@@ -147,10 +160,14 @@ def run_and_report(cfg: DemoConfig, out: Path) -> int:
     except ValueError as exc:
         print(f"static-consumer demo: {exc}", file=sys.stderr)
         return 2
-    progress("starting a real Apache Kafka broker (KAFKA_BOOTSTRAP_SERVERS to use an existing one)")
-    # The lab broker (lowered group minimums): the demo gives KIP-848 groups --session-timeout-s (20 s by
-    # default) and 500 ms heartbeats as group configs, which a stock broker refuses (45 s / 5 s minimums).
-    with local_cluster(os.environ, profile="lab") as cluster:
+    profile: Profile = "lab" if cfg.lab else "stock"
+    progress(
+        f"starting a real Apache Kafka broker, {profile} profile "
+        "(KAFKA_BOOTSTRAP_SERVERS to use an existing one)"
+    )
+    # Stock by default: every protocol's session and heartbeat as a hosted service has them. --lab: lowered
+    # group minimums, so KIP-848 groups can take --session-timeout-s and 500 ms heartbeats as group configs.
+    with local_cluster(os.environ, profile=profile) as cluster:
         progress(f"Apache Kafka {cluster.version} via {cluster.backend} at {cluster.bootstrap_servers}")
         outcome = run_demo(cluster, cfg, events_dir, progress)
     return report(outcome, out)

@@ -18,6 +18,7 @@ def header(run: RunData) -> str:
     w0, w1 = run.window
     kill = "yes (each member SIGKILLed in turn, then restarted)" if cfg.get("kill") else "no"
     lines = [
+        _profile(meta),
         f"Rolling bounce: {cfg.get('members')} members x {cfg.get('rounds')} graceful round(s), "
         f"hard-kill round: {kill}; "
         f"{run.partitions} partitions, {cfg.get('rate_per_s')} records/s from one producer, "
@@ -25,8 +26,7 @@ def header(run: RunData) -> str:
         f"restart delay {cfg.get('restart_delay_s')} s (exit to the new process's consumer start), "
         f"processing {cfg.get('processing_ms')} ms/record, state warm-up {cfg.get('state_warmup_s')} s "
         f"per partition received without its state (0: stateless), "
-        f"session timeout {cfg.get('session_timeout_s')} s, heartbeat {meta.get('heartbeat_ms')} ms, "
-        f"max.poll.interval.ms {meta.get('max_poll_ms')}",
+        f"{_sessions(meta.get('sessions_ms'))}, max.poll.interval.ms {meta.get('max_poll_ms')}",
         f"bounce window {w1 - w0:.1f} s; Apache Kafka {meta.get('kafka_version')} ({meta.get('backend')}), "
         f"librdkafka {meta.get('librdkafka')}, {meta.get('cpus')} CPUs, load average "
         f"{_load(meta.get('load_before'))} before, {_load(meta.get('load_after'))} after; "
@@ -47,6 +47,27 @@ def header(run: RunData) -> str:
             "(the run went on; the events show the group's state)"
         )
     return "\n".join(lines)
+
+
+def _profile(meta: Mapping[str, Any]) -> str:
+    if meta.get("broker_profile") == "lab":
+        return (
+            "LAB BROKER (lowered group minimums: sessions and heartbeats no stock or hosted broker allows; "
+            "not numbers to choose a setup by)"
+        )
+    if meta.get("broker_profile") == "stock":
+        return "stock broker (Apache Kafka's default group settings, as a hosted service has them)"
+    return "broker profile: unknown (an existing cluster, or a run from before profiles were recorded)"
+
+
+def _sessions(sessions: Mapping[str, Sequence[int]] | None) -> str:
+    if not sessions:
+        return "sessions: n/a"
+    names = {"classic": "classic", "consumer": "KIP-848"}
+    return ", ".join(
+        f"{names.get(protocol, protocol)} session {session / 1000:g} s / heartbeat {heartbeat / 1000:g} s"
+        for protocol, (session, heartbeat) in sessions.items()
+    )
 
 
 def _load(values: Sequence[float] | None) -> str:

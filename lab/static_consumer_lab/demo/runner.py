@@ -26,7 +26,7 @@ from static_consumer_lab.demo import broker_log
 from static_consumer_lab.demo.metrics import Event, Metrics
 from static_consumer_lab.demo.rundata import Incarnation, RunData, StrategyRun, write_run
 from static_consumer_lab.demo.settle import Watcher, wait_settled
-from static_consumer_lab.demo.strategies import BY_NAME, HEARTBEAT_MS, MAX_POLL_MS, DemoConfig, Strategy, spec
+from static_consumer_lab.demo.strategies import BY_NAME, MAX_POLL_MS, DemoConfig, Strategy, spec
 from static_consumer_lab.demo.tally import tally
 from static_consumer_lab.group import Group
 from static_consumer_lab.kafka_ops import create_topic
@@ -91,8 +91,10 @@ class _Bounce:
             protocol=strategy.protocol,
             static=strategy.static,
             spec_factory=member_spec,
-            session_ms=int(self.cfg.session_timeout_s * 1000),
-            lab=True,  # its KIP-848 groups take --session-timeout-s and 500 ms heartbeats: the lab broker
+            # Stock: no group config, the broker's own KIP-848 session and heartbeat (45 s, 5 s). Lab: the
+            # KIP-848 group takes the lab session and 500 ms heartbeats as group configs.
+            session_ms=self.cfg.sessions()["consumer"][0] if self.cfg.lab else None,
+            lab=self.cfg.lab,
         )
 
     def _settle(self, timeout_s: float, after: str) -> float:
@@ -153,7 +155,7 @@ class _Bounce:
             group.admit(name, fresh[strategy])
 
         _parallel([partial(bounce, strategy) for strategy in self.groups])
-        waited = self._settle(self.cfg.session_timeout_s + STEP_GRACE_S, f"{name}'s restart")
+        waited = self._settle(self.cfg.longest_session_s + STEP_GRACE_S, f"{name}'s restart")
         for strategy, proc in old.items():
             code = proc.wait(timeout_s=60)
             if how == "TERM" and code != 0:
@@ -256,7 +258,8 @@ def run_demo(cluster: KafkaCluster, cfg: DemoConfig, events_dir: Path, progress:
         "schedule": bounce.schedule,
         "unsettled": bounce.unsettled,
         "formation_s": bounce.formation_s,
-        "heartbeat_ms": HEARTBEAT_MS,
+        "broker_profile": "lab" if cfg.lab else "stock",
+        "sessions_ms": cfg.sessions(),
         "max_poll_ms": MAX_POLL_MS,
     }
     run = RunData(
