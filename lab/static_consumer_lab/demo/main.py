@@ -148,9 +148,9 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def run_and_report(cfg: DemoConfig, out: Path) -> int:
     from static_consumer_lab.backends import local_cluster
-    from static_consumer_lab.jvm import Profile
     from static_consumer_lab.demo.rundata import prepare
     from static_consumer_lab.demo.runner import run_demo
+    from static_consumer_lab.jvm import Profile
 
     def progress(line: str) -> None:
         print(f"{time.strftime('%H:%M:%S')} {line}", flush=True)

@@ -9,13 +9,12 @@ from pathlib import Path
 from typing import Any
 
 from static_consumer_lab.demo.metrics import ROWS, Metrics
-from static_consumer_lab.demo.rundata import RunData
+from static_consumer_lab.demo.rundata import RunData, window_of
 
 
 def header(run: RunData) -> str:
     meta = run.meta
     cfg = meta.get("config", {})
-    w0, w1 = run.window
     kill = "yes (each member SIGKILLed in turn, then restarted)" if cfg.get("kill") else "no"
     lines = [
         _profile(meta),
@@ -27,7 +26,8 @@ def header(run: RunData) -> str:
         f"processing {cfg.get('processing_ms')} ms/record, state warm-up {cfg.get('state_warmup_s')} s "
         f"per partition received without its state (0: stateless), "
         f"{_sessions(meta.get('sessions_ms'))}, max.poll.interval.ms {meta.get('max_poll_ms')}",
-        f"bounce window {w1 - w0:.1f} s; Apache Kafka {meta.get('kafka_version')} ({meta.get('backend')}), "
+        f"bounce windows (each group at its own pace; every number is over its own): {_windows(run)}; "
+        f"Apache Kafka {meta.get('kafka_version')} ({meta.get('backend')}), "
         f"librdkafka {meta.get('librdkafka')}, {meta.get('cpus')} CPUs, load average "
         f"{_load(meta.get('load_before'))} before, {_load(meta.get('load_after'))} after; "
         f"run wall time {meta.get('wall_s')} s",
@@ -47,6 +47,16 @@ def header(run: RunData) -> str:
             "(the run went on; the events show the group's state)"
         )
     return "\n".join(lines)
+
+
+def _windows(run: RunData) -> str:
+    spans = [window_of(run, s) for s in run.strategies]
+    if not spans:
+        w0, w1 = run.window
+        return f"{w1 - w0:.1f} s"
+    return ", ".join(
+        f"{s.strategy} {w1 - w0:.1f} s" for s, (w0, w1) in zip(run.strategies, spans, strict=True)
+    )
 
 
 def _profile(meta: Mapping[str, Any]) -> str:
