@@ -64,6 +64,7 @@ class Workload:
         self._done: dict[Partition, int] = {}  # next offsets processed and not yet taken
         self._jobs: queue.Queue[Partition] = queue.Queue()
         self._worker: threading.Thread | None = None
+        self._running: Partition | None = None  # the partition whose waiting records the worker processes
 
     def assigned(self, partitions: Iterable[Partition]) -> None:
         """Called from the rebalance callback: the partitions are checked before the next batch."""
@@ -73,6 +74,9 @@ class Workload:
                 self._pending.add(partition)
 
     def revoked(self, partitions: Iterable[Partition]) -> None:
+        """Called from the rebalance callback, before the partitions go: what the worker is processing of
+        them is finished first (so a commit after this call covers it); what waits is finished too
+        (``finish_on_revoke``) or dropped."""
         gone = set(partitions)
         with self._lock:
             self._owned -= gone
@@ -80,11 +84,10 @@ class Workload:
             if not self._finish_on_revoke:
                 for partition in gone:
                     self._waiting.pop(partition, None)
-                return
         deadline = time.monotonic() + FINISH_WAIT_S  # the worker finishes them (it ignores _owned here)
         while time.monotonic() < deadline:
             with self._lock:
-                if not gone & self._waiting.keys():
+                if self._running not in gone and not (self._finish_on_revoke and gone & self._waiting.keys()):
                     return
             time.sleep(0.01)
 
@@ -136,8 +139,10 @@ class Workload:
                     waiting = self._waiting.get(partition)
                     if not waiting or not self._kept(partition):
                         self._waiting.pop(partition, None)
+                        self._running = None
                         break
                     self._waiting[partition] = []
+                    self._running = partition
                 self._run(waiting)
 
     def process(self, records: list[Rec]) -> None:

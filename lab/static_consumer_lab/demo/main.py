@@ -21,13 +21,15 @@ import sys
 import time
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from static_consumer_lab.demo.metrics import differences
 from static_consumer_lab.demo.strategies import ALL_STRATEGIES, BY_NAME, DEFAULT_STRATEGIES, DemoConfig
+from static_consumer_lab.demo.sweep import Cell, grid, summary, sweep
 
 if TYPE_CHECKING:
     from static_consumer_lab.demo.runner import Outcome
+    from static_consumer_lab.jvm import Profile
 
 # (flag, DemoConfig field, type, help): the knobs shown in the report header.
 _KNOBS: tuple[tuple[str, str, type, str], ...] = (
@@ -85,6 +87,27 @@ def parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--out", type=Path, default=Path("out/demo"), help="where to write (default out/demo)")
     p.add_argument("--recount", type=Path, metavar="DIR", help="recompute the table from DIR's saved events")
+    sweep = p.add_argument_group(
+        "sweep",
+        "the long sweep behind docs/rolling-deploys.md's decision guide (static_consumer_lab.demo.sweep)",
+    )
+    sweep.add_argument(
+        "--sweep",
+        type=Path,
+        metavar="DIR",
+        help="run the grid below (--runs each; the runs DIR already holds are kept) and print medians",
+    )
+    sweep.add_argument("--sweep-members", default="6,24", help="group sizes (default 6,24)")
+    sweep.add_argument("--sweep-delays", default="0,10,30,60", help="restart delays, s (default 0,10,30,60)")
+    sweep.add_argument("--sweep-warmups", default="0,1", help="state warm-ups, s (0: stateless; default 0,1)")
+    sweep.add_argument("--sweep-restarts", default="clean,hard", help="clean and/or hard (default both)")
+    sweep.add_argument("--runs", type=int, default=3, help="runs per cell (default 3)")
+    sweep.add_argument(
+        "--budget-min",
+        type=float,
+        default=15.0,
+        help="start no run that would end later than this (default 15; 0: only print DIR's summary)",
+    )
     return p
 
 
@@ -140,17 +163,73 @@ def main(argv: Sequence[str] | None = None) -> int:
         return _recount(args.recount)
     try:
         cfg = config(args)
+        cells = None if args.sweep is None else _cells(args)
     except ValueError as exc:
         print(f"static-consumer demo: {exc}", file=sys.stderr)
         return 2
+    if cells is not None:
+        return run_sweep(cfg, cells, args.sweep, args.runs, 60.0 * args.budget_min)
     return run_and_report(cfg, args.out)
+
+
+def _cells(args: argparse.Namespace) -> list[Cell]:
+    def numbers(text: str, kind: type) -> list[Any]:
+        return [kind(word) for word in text.split(",") if word.strip()]
+
+    return grid(
+        numbers(args.sweep_members, int),
+        numbers(args.sweep_delays, float),
+        numbers(args.sweep_warmups, float),
+        [word.strip() for word in args.sweep_restarts.split(",") if word.strip()],
+    )
+
+
+def _progress(line: str) -> None:
+    print(f"{time.strftime('%H:%M:%S')} {line}", flush=True)
+
+
+def run_sweep(base: DemoConfig, cells: list[Cell], out: Path, runs: int, budget_s: float) -> int:
+    """Run the sweep's missing runs on one broker within ``budget_s``, then print the summary."""
+    from static_consumer_lab.backends import local_cluster
+    from static_consumer_lab.demo.recount import recount_dir
+    from static_consumer_lab.demo.report import write_json
+    from static_consumer_lab.demo.rundata import prepare
+    from static_consumer_lab.demo.runner import run_demo
+
+    unfinished: list[str] = []
+    if budget_s > 0:
+        began = time.monotonic()
+        profile: Profile = "lab" if base.lab else "stock"
+        _progress(f"starting a real Apache Kafka broker, {profile} profile")
+        with local_cluster(os.environ, profile=profile) as cluster:
+
+            def run_one(cfg: DemoConfig, target: Path) -> None:
+                outcome = run_demo(cluster, cfg, prepare(target / "events"), lambda _line: None)
+                _, recounted = recount_dir(outcome.events_dir)
+                diffs = {n: differences(outcome.tally[n], recounted[n]) for n in outcome.tally}
+                write_json(target / "bounce.json", outcome.run, outcome.tally, diffs)
+                line = ", ".join(
+                    f"{n} p99 {m.latency_p99_ms} ms unowned {m.unowned_s:.1f} s rebuilds {m.rebuilds}"
+                    for n, m in outcome.tally.items()
+                )
+                _progress(
+                    f"  {outcome.run.meta['wall_s']} s: {line}"
+                    + (f"; RECOUNT DIFFERS: {diffs}" if any(diffs.values()) else "")
+                )
+
+            left = budget_s - (time.monotonic() - began)
+            unfinished = sweep(out, cells, base, runs, left, run_one, _progress)
+    print()
+    print(summary(out, cells))
+    if unfinished:
+        print(f"\nnot finished within the budget (run the same command again): {', '.join(unfinished)}")
+    return 0
 
 
 def run_and_report(cfg: DemoConfig, out: Path) -> int:
     from static_consumer_lab.backends import local_cluster
     from static_consumer_lab.demo.rundata import prepare
     from static_consumer_lab.demo.runner import run_demo
-    from static_consumer_lab.jvm import Profile
 
     def progress(line: str) -> None:
         print(f"{time.strftime('%H:%M:%S')} {line}", flush=True)

@@ -104,16 +104,7 @@ class _Bounce:
         self, strategies: Sequence[str], timeout_s: float, after: str
     ) -> tuple[float, dict[str, float]]:
         groups = {name: self.groups[name] for name in strategies}
-        waited, pending, settled = 0.0, list[str](), dict[str, float]()
-        for name, group in groups.items():  # one watcher per group: each group's thread reads its own
-            w, p, s = wait_settled(
-                self.watchers[name], {name: group}, max(0.0, timeout_s - waited), self.cfg.settle_s
-            )
-            waited, pending, settled = (
-                waited + w,
-                pending + p,
-                settled | {k: v + waited for k, v in s.items()},
-            )
+        waited, pending, settled = wait_settled(self.watchers, groups, timeout_s, self.cfg.settle_s)
         if pending:
             # Reported, not fatal: the other groups' numbers stand, and this group's events show why.
             self.unsettled.append({"after": after, "groups": pending, "waited_s": round(waited, 1)})
