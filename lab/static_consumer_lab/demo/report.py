@@ -21,7 +21,7 @@ def header(run: RunData) -> str:
         f"Rolling bounce: {cfg.get('members')} members x {cfg.get('rounds')} graceful round(s), "
         f"hard-kill round: {kill}; "
         f"{run.partitions} partitions, {cfg.get('rate_per_s')} records/s from one producer, "
-        f"every strategy a group on the same topic, bounced at the same moments",
+        f"every strategy a group on the same topic, each bounced at its own pace from the same moment",
         f"restart delay {cfg.get('restart_delay_s')} s (exit to the new process's consumer start), "
         f"processing {cfg.get('processing_ms')} ms/record, state warm-up {cfg.get('state_warmup_s')} s "
         f"per partition received without its state (0: stateless), "
