@@ -73,7 +73,7 @@ def test_a_sweep_keeps_what_is_there_and_stops_before_the_budget_runs_out(tmp_pa
     # run (estimated by the formula) no longer does.
     assert ran == [tmp_path / cell.name / "run2", tmp_path / cell.name / "run3"] and left == [other.name]
     text = summary(tmp_path, [cell, other])
-    assert f"{cell.name}: 3 run(s), broker stock" in text and "p99 ms 200 (100.0-200.0)" in text
+    assert f"{cell.name}: 3 run(s), broker stock" in text and "p99 ms 200 (100-200)" in text
     assert f"{other.name}: not measured" in text
 
 

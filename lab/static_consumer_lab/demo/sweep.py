@@ -117,9 +117,12 @@ def sweep(
 def _spread(values: Sequence[float]) -> str:
     if not values:
         return "n/a"
-    median = statistics.median(values)
-    text = f"{median:,.0f}" if median >= 10 else f"{median:.1f}"
-    return text if len(values) == 1 else f"{text} ({min(values):,.1f}-{max(values):,.1f})"
+
+    def text(value: float) -> str:
+        return f"{value:,.0f}" if float(value).is_integer() or abs(value) >= 100 else f"{value:.1f}"
+
+    median, low, high = statistics.median(values), min(values), max(values)
+    return text(median) if low == high else f"{text(median)} ({text(low)}-{text(high)})"
 
 
 def summary(out: Path, cells: Sequence[Cell] | None = None) -> str:
