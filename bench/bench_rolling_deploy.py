@@ -47,6 +47,8 @@ def _config(text: str, strategies: tuple[str, ...]) -> DemoConfig:
             raw.lower() == "true" if kind == "bool" else (int if kind == "int" else float)(raw)
         )
     values.setdefault("partitions", 2 * values.get("members", DemoConfig.members))
+    # This bench runs the lab broker (below): its groups take the lab sessions, and its header says LAB.
+    values.setdefault("lab", True)
     return DemoConfig(**values)
 
 

@@ -26,6 +26,7 @@ UNUSUAL = DemoConfig(
     processing_ms=2.5,
     state_warmup_s=0.75,
     session_timeout_s=33.0,
+    lab=True,
     kill=True,
 )
 # DemoConfig field -> what the header says for UNUSUAL's value.
@@ -37,18 +38,25 @@ SHOWN = {
     "restart_delay_s": "restart delay 4.5 s",
     "processing_ms": "processing 2.5 ms/record",
     "state_warmup_s": "state warm-up 0.75 s",
-    "session_timeout_s": "session timeout 33.0 s",
+    "session_timeout_s": "classic session 33 s / heartbeat 0.5 s, KIP-848 session 33 s / heartbeat 0.5 s",
+    "lab": "LAB BROKER",
     "kill": "hard-kill round: yes",
 }
 
 
 def _header(cfg: DemoConfig) -> str:
-    meta = {"config": asdict(cfg), "heartbeat_ms": 500, "max_poll_ms": 60000, "wall_s": 12.5}
+    meta = {
+        "config": asdict(cfg),
+        "broker_profile": "lab" if cfg.lab else "stock",
+        "sessions_ms": cfg.sessions(),
+        "max_poll_ms": 60000,
+        "wall_s": 12.5,
+    }
     return header(make_run({}, partitions=cfg.partitions, meta=meta))
 
 
 def test_every_command_line_knob_is_checked_in_the_header() -> None:
-    knobs = {field for _flag, field, _kind, _text in _KNOBS} | {"partitions", "kill"}
+    knobs = {field for _flag, field, _kind, _text in _KNOBS} | {"partitions", "kill", "lab"}
     assert knobs <= set(SHOWN), f"a knob the header test does not check: {sorted(knobs - set(SHOWN))}"
 
 
@@ -61,6 +69,20 @@ def test_the_header_says_when_there_is_no_hard_kill_round() -> None:
     text = _header(DemoConfig(kill=False))
     assert "hard-kill round: no" in text and "hard-kill round: yes" not in text
     assert "max.poll.interval.ms 60000" in text and "run wall time 12.5 s" in text
+
+
+def test_the_default_runs_on_a_stock_broker_with_each_protocols_hosted_session_and_heartbeat() -> None:
+    text = _header(DemoConfig())
+    assert "stock broker" in text and "LAB" not in text
+    assert "classic session 45 s / heartbeat 3 s, KIP-848 session 45 s / heartbeat 5 s" in text
+    lab = config(parser().parse_args(["--lab"]))
+    assert lab.lab and lab.sessions() == {"classic": (20000, 500), "consumer": (20000, 500)}
+    assert "LAB BROKER" in _header(lab)
+
+
+def test_a_session_timeout_without_lab_is_refused() -> None:
+    with pytest.raises(ValueError, match="--session-timeout-s needs --lab"):
+        DemoConfig(session_timeout_s=10.0)
 
 
 def test_the_default_command_line_runs_the_default_strategies_with_two_partitions_per_member() -> None:

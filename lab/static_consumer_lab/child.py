@@ -63,9 +63,33 @@ def _tps(partitions: Any) -> list[list[Any]]:
 
 
 def run_confluent(spec: dict[str, Any]) -> int:
+    """A plain confluent-kafka consumer written the way its documentation tells users to: commit what was
+    processed after each batch, and in the revoke callback commit what was processed of the partitions
+    being revoked before they go (a commit refused meanwhile is reported and consumption goes on)."""
     from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
 
     work = Workload(spec["workload"], emit) if spec.get("workload") is not None else None
+    processed: dict[tuple[str, int], int] = {}  # next offsets processed, not yet committed (no workload)
+    commit_enabled = spec.get("commit", True)
+
+    def commit(c: Any, partitions: set[tuple[str, int]] | None = None) -> None:
+        if work is not None:
+            offsets = work.take_done(partitions)
+        else:
+            keys = [k for k in processed if partitions is None or k in partitions]
+            offsets = {k: processed.pop(k) for k in keys}
+        if not offsets or not commit_enabled:
+            return
+        try:
+            c.commit(
+                offsets=[TopicPartition(t, p, o) for (t, p), o in sorted(offsets.items())], asynchronous=False
+            )
+        except KafkaException as exc:
+            if exc.args[0].fatal():
+                raise
+            emit("commit_refused", error=exc.args[0].name(), reason=str(exc))
+            return
+        emit("committed", offsets=[[t, p, o] for (t, p), o in sorted(offsets.items())])
 
     def on_assign(c: Any, ps: Any) -> None:
         emit("assigned", partitions=_tps(ps), member_id=c.memberid())
@@ -73,10 +97,18 @@ def run_confluent(spec: dict[str, Any]) -> int:
             work.assigned((tp.topic, tp.partition) for tp in ps)
 
     def on_revoke(kind: str) -> Callable[[Any, Any], None]:
-        def revoke(_c: Any, ps: Any) -> None:
-            emit(kind, partitions=_tps(ps))
+        def revoke(c: Any, ps: Any) -> None:
+            gone = {(tp.topic, tp.partition) for tp in ps}
             if work is not None:
-                work.revoked((tp.topic, tp.partition) for tp in ps)
+                work.revoked(gone)
+            if kind == "revoked":  # still ours: commit what was processed of them (lost: too late)
+                commit(c, gone)
+            else:
+                for key in gone:
+                    processed.pop(key, None)
+                if work is not None:
+                    work.take_done(gone)
+            emit(kind, partitions=_tps(ps))
 
         return revoke
 
@@ -107,29 +139,16 @@ def run_confluent(spec: dict[str, Any]) -> int:
                     continue
                 batch.append([msg.topic(), msg.partition(), msg.offset()])
                 created.append(msg.timestamp()[1])
-            if not batch:
-                continue
-            seen += len(batch)
-            if work is not None:
-                work.process([(t, p, o, c) for (t, p, o), c in zip(batch, created, strict=True)])
-            else:
-                emit("records", records=batch)
-            time.sleep(float(spec.get("process_s", 0)))
-            if spec.get("commit", True):
-                last: dict[tuple[str, int], int] = {}
-                for topic, partition, offset in batch:
-                    last[(topic, partition)] = max(offset, last.get((topic, partition), -1))
-                try:
-                    consumer.commit(
-                        offsets=[TopicPartition(t, p, o + 1) for (t, p), o in sorted(last.items())],
-                        asynchronous=False,
-                    )
-                except KafkaException as exc:
-                    if exc.args[0].fatal():
-                        raise
-                    emit("commit_refused", error=exc.args[0].name(), reason=str(exc))
-                    continue
-                emit("committed", offsets=[[t, p, o + 1] for (t, p), o in sorted(last.items())])
+            if batch:
+                seen += len(batch)
+                if work is not None:
+                    work.process([(t, p, o, c) for (t, p, o), c in zip(batch, created, strict=True)])
+                else:
+                    emit("records", records=batch)
+                    for topic, partition, offset in batch:
+                        processed[(topic, partition)] = max(offset + 1, processed.get((topic, partition), 0))
+                time.sleep(float(spec.get("process_s", 0)))
+            commit(consumer)  # also what a rebuild worker processed meanwhile
     finally:
         consumer.close()
         emit("closed")

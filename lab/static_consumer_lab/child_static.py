@@ -193,7 +193,11 @@ def run_static(spec: dict[str, Any], emit: Emit, should_stop: Callable[[], bool]
     happens; ``max_runtime_s`` and ``max_records`` stop it as a SIGTERM would. The exit code is
     :func:`exit_code_for`'s, as in README's pod main."""
     settings = ConsumerSettings(**spec["settings"])
-    work = Workload(spec["workload"], emit) if spec.get("workload") is not None else None
+    # The library's loop commits each batch it handed out: records waiting for a rebuild are finished
+    # before their partition is revoked (at a rebalance, or at close), or they would go unprocessed.
+    work = (
+        Workload(spec["workload"], emit, finish_on_revoke=True) if spec.get("workload") is not None else None
+    )
     listeners: list[MembershipListener] = [_Streamer(emit, work)]
     if spec.get("event_log"):  # a JSONL membership event log at this path (appended to)
         from static_consumer.telemetry import EventLog

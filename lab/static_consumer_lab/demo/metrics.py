@@ -4,8 +4,10 @@ The run's own tally (``tally``, a chronological replay of what the runner observ
 the saved event files (``recount``, interval arithmetic over each incarnation's stream) share nothing but
 these definitions and the :class:`Metrics` they fill in, so each checks the other.
 
-Definitions. The bounce window is ``[w0, w1]`` (seconds since the epoch): from the first restart signal
-to the moment the last restarted member's group settled. An *incarnation* is one process of one member.
+Definitions. Each strategy's group is bounced on its own schedule, and its numbers are measured over its
+own bounce window ``[w0, w1]`` (seconds since the epoch): from its first restart signal to the moment it
+settled after its last restart (**window**, in seconds: a fast strategy's window is shorter, and its
+steady state does not dilute its tail). An *incarnation* is one process of one member.
 
 - its **stop** is its first ``signal`` event (TERM or KILL; none: never signalled); its **end** is its
   earliest ``exit``, ``reaped`` or KILL ``signal`` event, or, when it has none (it died without a word),
@@ -47,6 +49,7 @@ Event = Mapping[str, Any]
 
 @dataclass(frozen=True)
 class Metrics:
+    window_s: float
     restarts: int
     kills: int
     rebalances: int | None
@@ -82,6 +85,7 @@ def _seconds(value: object) -> str:
 
 # (field, label, format): the table's rows, in order.
 ROWS: tuple[tuple[str, str, Callable[[object], str]], ...] = (
+    ("window_s", "bounce window (its own), s", _seconds),
     ("restarts", "member restarts", _count),
     ("kills", "  of which hard kills (SIGKILL)", _count),
     ("rebalances", "rebalances (broker generations / epochs)", _count),

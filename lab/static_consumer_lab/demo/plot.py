@@ -16,7 +16,7 @@ from typing import Any
 
 from static_consumer_lab.demo.metrics import Metrics
 from static_consumer_lab.demo.recount import holdings, unowned_gaps
-from static_consumer_lab.demo.rundata import RunData, StrategyRun
+from static_consumer_lab.demo.rundata import RunData, StrategyRun, window_of
 
 
 def _p99_per_second(
@@ -77,8 +77,12 @@ def write(run: RunData, tallied: Mapping[str, Metrics], path: Path) -> None:
     series = {s.strategy: _p99_per_second(s, created) for s in run.strategies}
     worst = max((v for pts in series.values() for _t, v in pts), default=1000.0)
     best = min((v for pts in series.values() for _t, v in pts), default=1.0)
-    signals = [float(step["ts"]) - w0 for step in run.meta.get("schedule", [])]
+    schedule = run.meta.get("schedule", [])
     for n, strategy in enumerate(run.strategies):
+        signals = [
+            float(e["ts"]) - w0 for e in schedule if e.get("strategy", strategy.strategy) == strategy.strategy
+        ]
+        own_w1 = window_of(run, strategy)[1]
         own, lat = axes[2 * n, 0], axes[2 * n + 1, 0]
         by_partition = defaultdict(list)
         for h in holdings(strategy):
@@ -122,9 +126,11 @@ def write(run: RunData, tallied: Mapping[str, Metrics], path: Path) -> None:
             for x in signals:
                 ax.axvline(x, color="grey", linestyle=":", linewidth=0.8)
             ax.axvspan(lo - w0, 0, color="0.93", zorder=-1)
-            ax.axvspan(w1 - w0, hi - w0, color="0.93", zorder=-1)
+            ax.axvspan(own_w1 - w0, hi - w0, color="0.93", zorder=-1)
     axes[-1, 0].set_xlim(lo - w0, hi - w0)
-    axes[-1, 0].set_xlabel("seconds since the first restart (grey: before and after the bounce window)")
+    axes[-1, 0].set_xlabel(
+        "seconds since the first restart (grey: before and after each group's own bounce window)"
+    )
     handles: list[Any] = [Patch(color=colour[m], label=m) for m in members]
     handles += [
         Patch(color="black", label="no owner"),

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from static_consumer_lab.demo.metrics import Event, Metrics
-from static_consumer_lab.demo.rundata import Incarnation, RunData, StrategyRun, load
+from static_consumer_lab.demo.rundata import Incarnation, RunData, StrategyRun, load, window_of
 
 
 @dataclass(frozen=True)
@@ -111,7 +111,7 @@ def _percentile(histogram: Counter[int], total: int, percent: int) -> int | None
 
 
 def _strategy(run: RunData, strategy: StrategyRun) -> Metrics:
-    w0, w1 = run.window
+    w0, w1 = window_of(run, strategy)
 
     def inside(ts: float) -> bool:
         return w0 <= ts <= w1
@@ -157,6 +157,7 @@ def _strategy(run: RunData, strategy: StrategyRun) -> Metrics:
 
     broker = strategy.broker
     return Metrics(
+        window_s=w1 - w0,
         restarts=sum(1 for e in events if e["kind"] == "start" and inside(float(e["ts"]))),
         kills=sum(1 for e in events if _is_kill(e) and inside(float(e["ts"]))),
         rebalances=None if broker is None else sum(1 for e in broker if inside(float(e["ts"]))),

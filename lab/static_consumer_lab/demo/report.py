@@ -9,25 +9,25 @@ from pathlib import Path
 from typing import Any
 
 from static_consumer_lab.demo.metrics import ROWS, Metrics
-from static_consumer_lab.demo.rundata import RunData
+from static_consumer_lab.demo.rundata import RunData, window_of
 
 
 def header(run: RunData) -> str:
     meta = run.meta
     cfg = meta.get("config", {})
-    w0, w1 = run.window
     kill = "yes (each member SIGKILLed in turn, then restarted)" if cfg.get("kill") else "no"
     lines = [
+        _profile(meta),
         f"Rolling bounce: {cfg.get('members')} members x {cfg.get('rounds')} graceful round(s), "
         f"hard-kill round: {kill}; "
         f"{run.partitions} partitions, {cfg.get('rate_per_s')} records/s from one producer, "
-        f"every strategy a group on the same topic, bounced at the same moments",
+        f"every strategy a group on the same topic, each bounced at its own pace from the same moment",
         f"restart delay {cfg.get('restart_delay_s')} s (exit to the new process's consumer start), "
         f"processing {cfg.get('processing_ms')} ms/record, state warm-up {cfg.get('state_warmup_s')} s "
         f"per partition received without its state (0: stateless), "
-        f"session timeout {cfg.get('session_timeout_s')} s, heartbeat {meta.get('heartbeat_ms')} ms, "
-        f"max.poll.interval.ms {meta.get('max_poll_ms')}",
-        f"bounce window {w1 - w0:.1f} s; Apache Kafka {meta.get('kafka_version')} ({meta.get('backend')}), "
+        f"{_sessions(meta.get('sessions_ms'))}, max.poll.interval.ms {meta.get('max_poll_ms')}",
+        f"bounce windows (each group at its own pace; every number is over its own): {_windows(run)}; "
+        f"Apache Kafka {meta.get('kafka_version')} ({meta.get('backend')}), "
         f"librdkafka {meta.get('librdkafka')}, {meta.get('cpus')} CPUs, load average "
         f"{_load(meta.get('load_before'))} before, {_load(meta.get('load_after'))} after; "
         f"run wall time {meta.get('wall_s')} s",
@@ -47,6 +47,37 @@ def header(run: RunData) -> str:
             "(the run went on; the events show the group's state)"
         )
     return "\n".join(lines)
+
+
+def _windows(run: RunData) -> str:
+    spans = [window_of(run, s) for s in run.strategies]
+    if not spans:
+        w0, w1 = run.window
+        return f"{w1 - w0:.1f} s"
+    return ", ".join(
+        f"{s.strategy} {w1 - w0:.1f} s" for s, (w0, w1) in zip(run.strategies, spans, strict=True)
+    )
+
+
+def _profile(meta: Mapping[str, Any]) -> str:
+    if meta.get("broker_profile") == "lab":
+        return (
+            "LAB BROKER (lowered group minimums: sessions and heartbeats no stock or hosted broker allows; "
+            "not numbers to choose a setup by)"
+        )
+    if meta.get("broker_profile") == "stock":
+        return "stock broker (Apache Kafka's default group settings, as a hosted service has them)"
+    return "broker profile: unknown (an existing cluster, or a run from before profiles were recorded)"
+
+
+def _sessions(sessions: Mapping[str, Sequence[int]] | None) -> str:
+    if not sessions:
+        return "sessions: n/a"
+    names = {"classic": "classic", "consumer": "KIP-848"}
+    return ", ".join(
+        f"{names.get(protocol, protocol)} session {session / 1000:g} s / heartbeat {heartbeat / 1000:g} s"
+        for protocol, (session, heartbeat) in sessions.items()
+    )
 
 
 def _load(values: Sequence[float] | None) -> str:

@@ -2,7 +2,8 @@
 
 On disk (``<out>/events``), everything the table is computed from:
 
-- ``run.json``: the knobs, the window, the topic, and per strategy its group id and protocol;
+- ``run.json``: the knobs, the run's window, the topic, and per strategy its group id, protocol and own
+  bounce window (each group is bounced on its own schedule; absent in older runs: the run's window);
 - ``producer.jsonl``: the producer's delivery reports, ``{"kind": "delivered", "records": [[partition,
   offset, created_ms], ...]}``;
 - ``broker.jsonl``: the generations (classic) and group epochs (KIP-848) the broker logged,
@@ -47,6 +48,12 @@ class StrategyRun:
     protocol: str
     incarnations: Sequence[Incarnation]
     broker: Sequence[Event] | None  # generation/epoch events of this group; None: no broker log
+    window: tuple[float, float] | None = None  # its own bounce window; None: the run's
+
+
+def window_of(run: RunData, strategy: StrategyRun) -> tuple[float, float]:
+    """The window ``strategy``'s numbers are measured over: its own, else the run's."""
+    return run.window if strategy.window is None else strategy.window
 
 
 @dataclass(frozen=True)
@@ -92,7 +99,13 @@ def write_run(directory: Path, run: RunData, *, streams: bool = True) -> None:
         "topic": run.topic,
         "partitions": run.partitions,
         "strategies": [
-            {"name": s.strategy, "group_id": s.group_id, "protocol": s.protocol} for s in run.strategies
+            {
+                "name": s.strategy,
+                "group_id": s.group_id,
+                "protocol": s.protocol,
+                **({} if s.window is None else {"window": list(s.window)}),
+            }
+            for s in run.strategies
         ],
         "broker_log": all(s.broker is not None for s in run.strategies),
         **run.meta,
@@ -135,7 +148,9 @@ def load(path: Path) -> RunData:
         files = sorted((directory / s["name"]).glob("*.jsonl"))
         incarnations = [Incarnation(f.name.removesuffix(".jsonl"), list(_jsonl(f))) for f in files]
         mine = None if broker is None else [e for e in broker if e["group"] == s["group_id"]]
-        strategies.append(StrategyRun(s["name"], s["group_id"], s["protocol"], incarnations, mine))
+        own = s.get("window")
+        window = None if own is None else (float(own[0]), float(own[1]))
+        strategies.append(StrategyRun(s["name"], s["group_id"], s["protocol"], incarnations, mine, window))
     known = {"format", "window", "topic", "partitions", "strategies", "broker_log"}
     w0, w1 = meta["window"]
     return RunData(

@@ -1,10 +1,12 @@
 """Run one rolling bounce of every chosen strategy at once, on one topic fed by one producer.
 
 Each strategy is its own consumer group of the same members (``demo-0`` ...) reading the same topic.
-The bounce is the same for all of them and at the same moments: member i of every group is stopped
+The bounce is the same for all of them and starts at the same moment: member i of a group is stopped
 (SIGTERM, or SIGKILL in the ``--kill`` round), comes back ``restart_delay_s`` after its process exited,
-and the next member goes only when every group has settled again. So the strategies share the
-machine's load, the broker and the records, and their timelines share one clock.
+and the group's next member goes when that group has settled again, as a rolling deploy that waits for
+readiness would. Each group goes at its own pace, so each has its own bounce window (a fast strategy is
+not measured over the slow one's). The strategies share the machine's load, the broker, the records and
+one clock.
 """
 
 from __future__ import annotations
@@ -26,7 +28,7 @@ from static_consumer_lab.demo import broker_log
 from static_consumer_lab.demo.metrics import Event, Metrics
 from static_consumer_lab.demo.rundata import Incarnation, RunData, StrategyRun, write_run
 from static_consumer_lab.demo.settle import Watcher, wait_settled
-from static_consumer_lab.demo.strategies import BY_NAME, HEARTBEAT_MS, MAX_POLL_MS, DemoConfig, Strategy, spec
+from static_consumer_lab.demo.strategies import BY_NAME, MAX_POLL_MS, DemoConfig, Strategy, spec
 from static_consumer_lab.demo.tally import tally
 from static_consumer_lab.group import Group
 from static_consumer_lab.kafka_ops import create_topic
@@ -63,12 +65,13 @@ class _Bounce:
         self.started: list[ConsumerProcess] = []
         self.schedule: list[dict[str, Any]] = []
         self.unsettled: list[dict[str, Any]] = []
-        self.watcher = Watcher()
-        self.last_settled: dict[str, float] = {}
+        self.watchers: dict[str, Watcher] = {}
         self.formation_s: dict[str, float] = {}
+        self.windows: dict[str, tuple[float, float]] = {}
         self.groups = {name: self._group(BY_NAME[name], f"demo-{name}-{tag}") for name in cfg.strategies}
 
     def _group(self, strategy: Strategy, group_id: str) -> Group:
+        self.watchers[strategy.name] = Watcher()
         state_dir = self.state_root / strategy.name
         state_dir.mkdir()
         log_dir = self.events_dir / strategy.name
@@ -91,19 +94,22 @@ class _Bounce:
             protocol=strategy.protocol,
             static=strategy.static,
             spec_factory=member_spec,
-            session_ms=int(self.cfg.session_timeout_s * 1000),
-            lab=True,  # its KIP-848 groups take --session-timeout-s and 500 ms heartbeats: the lab broker
+            # Stock: no group config, the broker's own KIP-848 session and heartbeat (45 s, 5 s). Lab: the
+            # KIP-848 group takes the lab session and 500 ms heartbeats as group configs.
+            session_ms=self.cfg.sessions()["consumer"][0] if self.cfg.lab else None,
+            lab=self.cfg.lab,
         )
 
-    def _settle(self, timeout_s: float, after: str) -> float:
-        waited, pending, self.last_settled = wait_settled(
-            self.watcher, self.groups, timeout_s, self.cfg.settle_s
-        )
+    def _settle(
+        self, strategies: Sequence[str], timeout_s: float, after: str
+    ) -> tuple[float, dict[str, float]]:
+        groups = {name: self.groups[name] for name in strategies}
+        waited, pending, settled = wait_settled(self.watchers, groups, timeout_s, self.cfg.settle_s)
         if pending:
             # Reported, not fatal: the other groups' numbers stand, and this group's events show why.
             self.unsettled.append({"after": after, "groups": pending, "waited_s": round(waited, 1)})
             self.progress(f"WARNING: {', '.join(pending)} had not settled {waited:.0f} s after {after}")
-        return waited
+        return waited, settled
 
     def form(self) -> dict[str, dict[str, ConsumerProcess]]:
         """Start every group; returns the first round's replacements, loaded meanwhile."""
@@ -111,8 +117,10 @@ class _Bounce:
             for name in self.names:
                 group.start(name)
         fresh = self.spawn_replacements(wait=False)
-        formed = self._settle(FORMATION_TIMEOUT_S + 3.0 * len(self.started), "forming")
-        self.formation_s = {name: round(s, 1) for name, s in self.last_settled.items()}
+        formed, settled = self._settle(
+            list(self.groups), FORMATION_TIMEOUT_S + 3.0 * len(self.started), "forming"
+        )
+        self.formation_s = {name: round(s, 1) for name, s in settled.items()}
         self.progress(f"{len(self.groups)} groups of {self.cfg.members} formed in {formed:.1f} s")
         return self._loaded(fresh)
 
@@ -137,42 +145,53 @@ class _Bounce:
         for name in self.groups:
             (self.state_root / name / "armed").touch()
 
-    def step(self, name: str, how: str, round_: int, fresh: dict[str, ConsumerProcess]) -> None:
+    def bounce(
+        self, strategy: str, rounds: Sequence[tuple[str, int]], fresh: dict[str, ConsumerProcess]
+    ) -> None:
+        """Every round of ``strategy``'s group, one member after the other, each once the group settled;
+        records the group's own bounce window."""
+        group = self.groups[strategy]
+        w0 = time.time()
+        for n, (how, round_) in enumerate(rounds):
+            if n:
+                fresh = {name: group.spawn_held(name) for name in self.names}
+                for proc in fresh.values():
+                    proc.wait_for_kind("held", timeout_s=300)
+            for name in self.names:
+                self.step(strategy, name, how, round_, fresh[name])
+        self.windows[strategy] = (w0, time.time())
+
+    def step(self, strategy: str, name: str, how: str, round_: int, fresh: ConsumerProcess) -> None:
+        group = self.groups[strategy]
         signalled = time.time()
-        old: dict[str, ConsumerProcess] = {}
-
-        def bounce(strategy: str) -> None:
-            # Each group's member comes back restart_delay_s after its own process said its last word
-            # (interpreter teardown can take seconds on a busy machine; a pod's restart clock starts when
-            # the app has closed its consumer).
-            group = self.groups[strategy]
-            proc = old[strategy] = group.retire(name, kill=how == "KILL")
-            if how == "TERM":
-                proc.wait_for(lambda e: e["kind"] == "exit", timeout_s=60, what="exit")
-            time.sleep(self.cfg.restart_delay_s)
-            group.admit(name, fresh[strategy])
-
-        _parallel([partial(bounce, strategy) for strategy in self.groups])
-        waited = self._settle(self.cfg.session_timeout_s + STEP_GRACE_S, f"{name}'s restart")
-        for strategy, proc in old.items():
-            code = proc.wait(timeout_s=60)
-            if how == "TERM" and code != 0:
-                raise RuntimeError(f"{strategy}: {proc.name} exited {code}\n{proc.stderr_tail()}")
-        revoked = ", ".join(f"{s} {g.revocations_since(signalled)}" for s, g in self.groups.items())
+        # The member comes back restart_delay_s after its own process said its last word (interpreter
+        # teardown can take seconds on a busy machine; a pod's restart clock starts when the app has
+        # closed its consumer).
+        old = group.retire(name, kill=how == "KILL")
+        if how == "TERM":
+            old.wait_for(lambda e: e["kind"] == "exit", timeout_s=60, what="exit")
+        time.sleep(self.cfg.restart_delay_s)
+        group.admit(name, fresh)
+        waited, _ = self._settle([strategy], self.cfg.longest_session_s + STEP_GRACE_S, f"{name}'s restart")
+        code = old.wait(timeout_s=60)
+        if how == "TERM" and code != 0:
+            raise RuntimeError(f"{strategy}: {old.name} exited {code}\n{old.stderr_tail()}")
         which = f"round {round_}/{self.cfg.rounds}" if how == "TERM" else "kill round"
         self.progress(
-            f"{which}: {name} {'stopped' if how == 'TERM' else 'killed'}, back after "
-            f"{self.cfg.restart_delay_s:g} s, groups settled {waited:.1f} s later; "
-            f"revocations in live members: {revoked}"
+            f"{strategy} {which}: {name} {'stopped' if how == 'TERM' else 'killed'}, back after "
+            f"{self.cfg.restart_delay_s:g} s, settled {waited:.1f} s later; "
+            f"revocations in live members: {group.revocations_since(signalled)}"
         )
-        self.schedule.append({"member": name, "signal": how, "round": round_, "ts": signalled})
+        self.schedule.append(
+            {"strategy": strategy, "member": name, "signal": how, "round": round_, "ts": signalled}
+        )
 
     def drain(self, produced: int, timeout_s: float = 120.0) -> None:
         """Until every group has processed every record (or give up: the table then shows losses)."""
         deadline = time.monotonic() + timeout_s
         behind = list(self.groups)
         while behind and time.monotonic() < deadline:
-            behind = [name for name, g in self.groups.items() if self.watcher.processed(g) < produced]
+            behind = [name for name, g in self.groups.items() if self.watchers[name].processed(g) < produced]
             if behind:
                 time.sleep(1.0)
         if behind:
@@ -224,13 +243,12 @@ def run_demo(cluster: KafkaCluster, cfg: DemoConfig, events_dir: Path, progress:
             bounce.arm_state()
             producer.start()
             time.sleep(cfg.lead_s)
-            w0 = time.time()
-            for n, (how, round_) in enumerate(rounds):
-                if n:
-                    fresh = bounce.spawn_replacements()
-                for name in bounce.names:
-                    bounce.step(name, how, round_, fresh[name])
-            w1 = time.time()
+            _parallel(
+                [
+                    partial(bounce.bounce, s, rounds, {n: fresh[n][s] for n in bounce.names})
+                    for s in cfg.strategies
+                ]
+            )
             time.sleep(cfg.tail_s)
             bounce.drain(producer.stop())
             bounce.stop_all()
@@ -256,11 +274,13 @@ def run_demo(cluster: KafkaCluster, cfg: DemoConfig, events_dir: Path, progress:
         "schedule": bounce.schedule,
         "unsettled": bounce.unsettled,
         "formation_s": bounce.formation_s,
-        "heartbeat_ms": HEARTBEAT_MS,
+        "broker_profile": "lab" if cfg.lab else "stock",
+        "sessions_ms": cfg.sessions(),
         "max_poll_ms": MAX_POLL_MS,
     }
+    windows = bounce.windows
     run = RunData(
-        window=(w0, w1),
+        window=(min(w0 for w0, _w1 in windows.values()), max(w1 for _w0, w1 in windows.values())),
         topic=bounce.topic,
         partitions=cfg.partitions,
         produced=list(producer.delivered),
@@ -271,6 +291,7 @@ def run_demo(cluster: KafkaCluster, cfg: DemoConfig, events_dir: Path, progress:
                 group.protocol,
                 [Incarnation(p.name, p.events()) for p in group.all_processes()],
                 None if broker is None else [e for e in broker if e["group"] == group.group_id],
+                windows[name],
             )
             for name, group in groups.items()
         ],

@@ -8,6 +8,7 @@ stream: it reads each stream incrementally, so polling costs the same late in a 
 from __future__ import annotations
 
 import time
+from collections.abc import Mapping
 
 from static_consumer_lab.group import Group
 from static_consumer_lab.processes import ConsumerProcess
@@ -61,9 +62,11 @@ def _check_alive(strategy: str, group: Group) -> None:
 
 
 def wait_settled(
-    watcher: Watcher, groups: dict[str, Group], timeout_s: float, settle_s: float
+    watchers: Mapping[str, Watcher], groups: dict[str, Group], timeout_s: float, settle_s: float
 ) -> tuple[float, list[str], dict[str, float]]:
-    """Until every group has each partition owned by exactly one live member, every live member owning
+    """``watchers``: each group's own (each group may be watched from a thread of its own).
+
+    Until every group has each partition owned by exactly one live member, every live member owning
     some, unchanged for ``settle_s`` (or ``timeout_s`` passed). Returns the seconds waited, the groups
     that had not settled, and for the others the seconds until their final assignment was complete;
     raises if a member process died on its own."""
@@ -75,7 +78,7 @@ def wait_settled(
         pending = []
         for name, group in groups.items():
             _check_alive(name, group)
-            owned = watcher.owned(group)
+            owned = watchers[name].owned(group)
             parts = [tp for held in owned.values() for tp in held]
             complete = all(owned.values()) and len(parts) == len(set(parts)) == group.partitions
             if not complete or owned != last.get(name):

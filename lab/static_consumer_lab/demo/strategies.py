@@ -2,8 +2,11 @@
 
 The dynamic controls are plain confluent-kafka consumers configured the way their documentation says
 (no static_consumer code in them); the static ones are :class:`static_consumer.StaticConsumer` members.
-Every strategy gets the same session timeout, heartbeat interval, max.poll.interval.ms, batch size and
-workload.
+Every strategy gets the same max.poll.interval.ms, batch size and workload, and the session and
+heartbeat its protocol has on a stock (or hosted) broker: under KIP-848 the broker's 45 s session and
+5 s heartbeat (group configs a hosted service does not let a user lower), under classic the clients'
+defaults (librdkafka's and static_consumer's alike: 45 s session, 3 s heartbeat). ``--lab`` runs on a
+broker with lowered minimums instead, every group with ``--session-timeout-s`` and 500 ms heartbeats.
 """
 
 from __future__ import annotations
@@ -14,7 +17,12 @@ from typing import Any, Literal
 
 from static_consumer_lab.specs import static_spec
 
-HEARTBEAT_MS = 500
+# Stock: what a hosted service gives each protocol. KIP-848: Apache Kafka's group.consumer.session.timeout.ms
+# and group.consumer.heartbeat.interval.ms (also their minimums); classic: librdkafka's session.timeout.ms
+# and heartbeat.interval.ms defaults, which static_consumer's settings share (45000, min(3000, 45000 / 3)).
+STOCK_CLASSIC_SESSION_MS, STOCK_CLASSIC_HEARTBEAT_MS = 45000, 3000
+STOCK_CONSUMER_SESSION_MS, STOCK_CONSUMER_HEARTBEAT_MS = 45000, 5000
+LAB_SESSION_S, LAB_HEARTBEAT_MS = 20.0, 500
 BATCH = 100
 # max.poll.interval.ms, which is also the rebalance timeout: how long a KIP-848 member may take to give up
 # partitions it was asked to revoke before the broker fences it. librdkafka 2.16 members were seen to
@@ -75,7 +83,8 @@ class DemoConfig:
     restart_delay_s: float = 2.0
     processing_ms: float = 5.0
     state_warmup_s: float = 1.0
-    session_timeout_s: float = 20.0
+    session_timeout_s: float | None = None  # --lab only (default LAB_SESSION_S); stock: see sessions()
+    lab: bool = False
     kill: bool = False
     strategies: tuple[str, ...] = DEFAULT_STRATEGIES
     settle_s: float = 1.5  # a group counts as settled after this long without an ownership change
@@ -97,8 +106,16 @@ class DemoConfig:
             (self.partitions < self.members, "--partitions must be at least --members"),
             (self.rate_per_s <= 0, "--rate must be positive"),
             (min(self.restart_delay_s, self.processing_ms, self.state_warmup_s) < 0, "delays must be >= 0"),
+            (
+                self.session_timeout_s is not None and not self.lab,
+                "--session-timeout-s needs --lab: a stock broker holds KIP-848 sessions to 45-60 s and the "
+                "classic clients default to 45 s",
+            ),
             # KIP-848 groups take it as consumer.session.timeout.ms, which the broker caps at 60 s.
-            (not 1 <= self.session_timeout_s <= 60, "--session-timeout-s must lie within 1..60"),
+            (
+                self.session_timeout_s is not None and not 1 <= self.session_timeout_s <= 60,
+                "--session-timeout-s must lie within 1..60",
+            ),
             (
                 self.processing_ms * self.rate_per_s > 500 * self.members,
                 "--processing-ms x --rate needs more than half of the members' time: the group could not "
@@ -108,6 +125,21 @@ class DemoConfig:
         wrong = [message for bad, message in problems if bad]
         if wrong:
             raise ValueError("; ".join(wrong))
+
+    def sessions(self) -> dict[str, tuple[int, int]]:
+        """Per protocol, the (session timeout, heartbeat interval) in ms its groups run with."""
+        if self.lab:
+            chosen = LAB_SESSION_S if self.session_timeout_s is None else self.session_timeout_s
+            session_ms = int(1000 * chosen)
+            return {"classic": (session_ms, LAB_HEARTBEAT_MS), "consumer": (session_ms, LAB_HEARTBEAT_MS)}
+        return {
+            "classic": (STOCK_CLASSIC_SESSION_MS, STOCK_CLASSIC_HEARTBEAT_MS),
+            "consumer": (STOCK_CONSUMER_SESSION_MS, STOCK_CONSUMER_HEARTBEAT_MS),
+        }
+
+    @property
+    def longest_session_s(self) -> float:
+        return max(session for session, _heartbeat in self.sessions().values()) / 1000
 
     @property
     def steps(self) -> int:
@@ -131,14 +163,14 @@ def spec(
         "warmup_s": cfg.state_warmup_s,
         "alive_s": 1.0,
     }
-    session_ms = int(cfg.session_timeout_s * 1000)
+    session_ms, heartbeat_ms = cfg.sessions()["classic"]
     # A commit refused because the partitions moved during the batch is ridden out by the library's loop
     # (static members) and by the plain consumer alike: the new owner processes those records again.
     common = {"batch": BATCH, "max_runtime_s": 7200, "workload": workload}
     if strategy.static:
         settings: dict[str, Any] = {"protocol": strategy.protocol, "max_poll_interval_ms": MAX_POLL_MS}
         if strategy.protocol == "classic":
-            settings |= {"session_timeout_ms": session_ms, "heartbeat_interval_ms": HEARTBEAT_MS}
+            settings |= {"session_timeout_ms": session_ms, "heartbeat_interval_ms": heartbeat_ms}
         else:
             settings["remote_assignor"] = strategy.assignor
         # static_spec leaves the classic-only session settings out under KIP-848 (set on the group instead)
@@ -154,7 +186,7 @@ def spec(
         config |= {
             "partition.assignment.strategy": strategy.assignor,
             "session.timeout.ms": session_ms,
-            "heartbeat.interval.ms": HEARTBEAT_MS,
+            "heartbeat.interval.ms": heartbeat_ms,
         }
     else:
         config |= {"group.protocol": "consumer", "group.remote.assignor": strategy.assignor}

@@ -14,7 +14,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from static_consumer_lab.demo.metrics import Event, Metrics
-from static_consumer_lab.demo.rundata import Incarnation, RunData, StrategyRun
+from static_consumer_lab.demo.rundata import Incarnation, RunData, StrategyRun, window_of
 
 _ENDING = ("exit", "reaped")
 
@@ -32,7 +32,7 @@ def _has_ending(inc: Incarnation) -> bool:
 class _Replay:
     def __init__(self, run: RunData, strategy: StrategyRun) -> None:
         self.run, self.strategy = run, strategy
-        self.w0, self.w1 = run.window
+        self.w0, self.w1 = window_of(run, strategy)
         self.holders: dict[int, set[str]] = {p: set() for p in range(run.partitions)}
         self.free_since: dict[int, float] = {p: -math.inf for p in range(run.partitions)}
         self.held: dict[str, set[int]] = defaultdict(set)
@@ -174,6 +174,7 @@ class _Replay:
                 self._close_gap(partition, math.inf)
         broker = self.strategy.broker
         return Metrics(
+            window_s=self.w1 - self.w0,
             restarts=self.counts["restarts"],
             kills=self.counts["kills"],
             rebalances=None if broker is None else sum(self._in_window(float(e["ts"])) for e in broker),
