@@ -77,10 +77,10 @@ class SlowAdapter(FakeAdapter):
             pass
         return super().consume(max_records, timeout)
 
-    def commit(self, offsets: Any) -> None:
+    def commit(self, offsets: Any, *, asynchronous: bool = False) -> None:
         if self.log is not None:
             self.log.note("commit")
-        super().commit(offsets)
+        super().commit(offsets, asynchronous=asynchronous)
 
     def close(self) -> None:
         if self.log is not None:

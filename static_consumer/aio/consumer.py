@@ -210,10 +210,9 @@ class AsyncStaticConsumer:
             await self._call(commit)
 
     async def commit(
-        self, what: Commitable = None, *, asynchronous: bool = True
+        self, what: Commitable = None, *, asynchronous: bool = False
     ) -> dict[TopicPartition, int]:
-        """Commit processed offsets, or ``what`` (records, a batch, offsets); see StaticConsumer.commit
-        (by default it does not wait for the broker; ``asynchronous=False`` does)."""
+        """Commit processed offsets, or ``what`` (records, a batch, offsets); see StaticConsumer.commit."""
         return await self._call(functools.partial(self._sync.commit, what, asynchronous=asynchronous))
 
     async def mark_processed(self, record: Record) -> None:
