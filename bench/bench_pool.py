@@ -4,8 +4,9 @@
     python bench/bench_pool.py restart [--runs 3] [--protocols classic,consumer]
 
 One Apache Kafka broker on the JVM (the test harness) with Apache Kafka's default group settings
-(``STOCK_GROUP_CONFIG``: KIP-848 session 45 s and heartbeats 5 s, classic minimum session 6 s, initial
-rebalance delay 3 s), not the harness's fast test settings. Pods are ``static-consumer run --processes N
+(the harness's ``stock`` profile, ``static_consumer_lab.jvm.STOCK_GROUP_CONFIG``: KIP-848 session 45 s
+and heartbeats 5 s, classic minimum session 6 s, initial rebalance delay 3 s), not the harness's fast
+test settings. Pods are ``static-consumer run --processes N
 static_consumer_lab.pool_app:handle`` child processes (:class:`static_consumer_lab.pods.PoolPod`), the
 control the README's single-process pod main (``run_until_sigterm``) around the same handler.
 
@@ -45,15 +46,6 @@ from static_consumer_lab.pool_app import calibrate
 from static_consumer_lab.processes import wait_until
 from static_consumer_lab.producer import SteadyProducer
 
-# Apache Kafka 4.3's defaults for the group settings the harness shortens for tests.
-STOCK_GROUP_CONFIG = {
-    "group.initial.rebalance.delay.ms": "3000",
-    "group.min.session.timeout.ms": "6000",
-    "group.consumer.session.timeout.ms": "45000",
-    "group.consumer.min.session.timeout.ms": "45000",
-    "group.consumer.heartbeat.interval.ms": "5000",
-    "group.consumer.min.heartbeat.interval.ms": "5000",
-}
 KINDS = {"plain pod main": (1, True), "pool, 1 process": (1, False), "pool, 2 processes": (2, False)}
 
 
@@ -299,7 +291,7 @@ def main() -> None:
     print(f"load average (1/5 min) at start {load()}; the machine is shared with other sessions")
     with (
         tempfile.TemporaryDirectory(prefix="bench-pool-") as tmp,
-        JvmKafkaCluster(1, extra_config=STOCK_GROUP_CONFIG) as cluster,
+        JvmKafkaCluster(1, profile="stock") as cluster,
     ):
         print(f"Apache Kafka {cluster.version} at {cluster.bootstrap_servers}, stock group settings")
         if args.what == "throughput":

@@ -15,13 +15,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
+from static_consumer_lab.jvm import STOCK_GROUP_CONFIG
 from static_consumer_lab.specs import static_spec
 
 # Stock: what a hosted service gives each protocol. KIP-848: Apache Kafka's group.consumer.session.timeout.ms
 # and group.consumer.heartbeat.interval.ms (also their minimums); classic: librdkafka's session.timeout.ms
 # and heartbeat.interval.ms defaults, which static_consumer's settings share (45000, min(3000, 45000 / 3)).
 STOCK_CLASSIC_SESSION_MS, STOCK_CLASSIC_HEARTBEAT_MS = 45000, 3000
-STOCK_CONSUMER_SESSION_MS, STOCK_CONSUMER_HEARTBEAT_MS = 45000, 5000
+STOCK_CONSUMER_SESSION_MS = int(STOCK_GROUP_CONFIG["group.consumer.session.timeout.ms"])
+STOCK_CONSUMER_HEARTBEAT_MS = int(STOCK_GROUP_CONFIG["group.consumer.heartbeat.interval.ms"])
 LAB_SESSION_S, LAB_HEARTBEAT_MS = 20.0, 500
 BATCH = 100
 # max.poll.interval.ms, which is also the rebalance timeout: how long a KIP-848 member may take to give up
