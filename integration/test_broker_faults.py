@@ -332,7 +332,7 @@ def test_member_rides_out_an_outage_of_the_only_broker(
         time.sleep(OUTAGE_S)
         cluster.start_node(1)
         print(f"broker away for {time.monotonic() - down_at:.1f} s; rebalances {rebalances}")
-        group.wait_consumed(len(group.consumed()) + 300)
+        group.wait_consumed(len(group.consumed()) + 300, also=producer.describe)
         acked = producer.stop()
 
     assert len(wait_all_consumed(group)) == acked

@@ -231,9 +231,27 @@ class Group:
     def consumed(self) -> Counter[tuple[str, int, int]]:
         return Counter(r for proc in self.all_processes() for r in proc.records())
 
-    def wait_consumed(self, total: int, timeout_s: float = 120.0) -> Counter[tuple[str, int, int]]:
-        wait_until(lambda: len(self.consumed()) >= total, timeout_s, f"{total} distinct records consumed")
+    def wait_consumed(
+        self, total: int, timeout_s: float = 120.0, also: Callable[[], str] | None = None
+    ) -> Counter[tuple[str, int, int]]:
+        """Until ``total`` distinct records were consumed; a timeout names what each member did last (and
+        ``also()``, e.g. the producer's counts)."""
+
+        def described() -> str:
+            seen = len(self.consumed())
+            extra = f"; {also()}" if also is not None else ""
+            return f"{total} distinct records consumed (saw {seen}); {self.describe()}{extra}"
+
+        wait_until(lambda: len(self.consumed()) >= total, timeout_s, described)
         return self.consumed()
+
+    def describe(self) -> str:
+        """Each member's record count, last three event kinds and exit code, for a timeout's message."""
+        return "; ".join(
+            f"{name}: {len(proc.records())} records, last events "
+            f"{[e['kind'] for e in proc.events()[-3:]]}, exit {proc.returncode}"
+            for name, proc in self.members.items()
+        )
 
     def committed(self) -> dict[int, int]:
         return committed_offsets(self.bootstrap, self.group_id, self.topic, self.partitions)

@@ -78,6 +78,10 @@ class SteadyProducer:
                 self.sent += 1
             self._producer.poll(0.02)
 
+    def describe(self) -> str:
+        """Counts so far, for a timeout's message."""
+        return f"producer: {self.sent} sent, {self.acked} acknowledged, errors {self.errors[:3]}"
+
     def start(self) -> SteadyProducer:
         self._thread.start()
         return self
