@@ -8,6 +8,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from static_consumer_lab.jvm import STOCK_GROUP_CONFIG
 from static_consumer_lab.kafka_ops import committed_offsets, set_group_config
 from static_consumer_lab.processes import ConsumerProcess, wait_until
 from static_consumer_lab.specs import static_spec
@@ -17,7 +18,8 @@ Partition = tuple[str, int]
 # not wait out the stock 45 s session (a stock broker refuses both: its minimums are 45 s and 5 s).
 CONSUMER_PROTOCOL_SESSION_MS = 10000
 CONSUMER_PROTOCOL_HEARTBEAT_MS = 500
-STOCK_CONSUMER_PROTOCOL_SESSION_MS = 45000  # Apache Kafka's group.consumer.session.timeout.ms
+# Apache Kafka's group.consumer.session.timeout.ms, from the stock profile's one source.
+STOCK_CONSUMER_PROTOCOL_SESSION_MS = int(STOCK_GROUP_CONFIG["group.consumer.session.timeout.ms"])
 
 
 def shorten_consumer_session(bootstrap: str, group_id: str, session_ms: int | None = None) -> None:
