@@ -386,6 +386,35 @@ class RecordBatch:
             size += sum(len(name) + len(value or b"") for hs in self.headers for name, value in hs)
         return size
 
+    def payload_sizes(self) -> list[int]:
+        """:meth:`payload_bytes` of each record, in order."""
+        sizes = [len(k or b"") + len(v or b"") for k, v in zip(self.keys, self.values, strict=True)]
+        if self.headers is not None:
+            for i, hs in enumerate(self.headers):
+                sizes[i] += sum(len(name) + len(value or b"") for name, value in hs)
+        return sizes
+
+    def split(self, n: int) -> tuple[RecordBatch, RecordBatch]:
+        """The first ``n`` records and the rest, each a batch in this batch's order."""
+        if n <= 0:
+            return RecordBatch([], [], [], [], [], [], []), self
+        if n >= self._size:
+            return self, RecordBatch([], [], [], [], [], [], [])
+        if self._records is not None and not self._columns:  # deferred over Records: stay deferred
+            topic = None if self._topic is _UNKNOWN else self._topic
+            head = RecordBatch.of_records(self._records[:n], topic=topic)
+            tail = RecordBatch.of_records(self._records[n:], topic=topic)
+            head._in_order = tail._in_order = self._in_order
+            return head, tail
+        columns: list[Any] = [getattr(self, name) for name in _COLUMNS]
+        halves: tuple[list[Any], list[Any]] = (
+            [None if c is None else c[:n] for c in columns],
+            [None if c is None else c[n:] for c in columns],
+        )
+        head, tail = (RecordBatch(*half) for half in halves)
+        head._in_order = tail._in_order = self._in_order  # a prefix and a suffix keep each partition's order
+        return head, tail
+
 
 __all__ = [
     "ColumnLoader",

@@ -57,6 +57,15 @@ def test_select_keeps_exactly_the_records_of_the_wanted_partitions(
     assert picked.records() == [r for r in rs if (r.topic, r.partition) in keep]
 
 
+@given(records, st.integers(-1, 45))
+def test_split_cuts_the_records_in_order_and_sizes_add_up(rs: list[Record], n: int) -> None:
+    batch = RecordBatch.from_records(rs)
+    head, tail = batch.split(n)
+    assert head.records() == rs[: max(n, 0)] and tail.records() == rs[max(n, 0) :]
+    assert batch.payload_sizes() == [RecordBatch.from_records([r]).payload_bytes() for r in rs]
+    assert sum(head.payload_sizes()) + sum(tail.payload_sizes()) == batch.payload_bytes()
+
+
 # -- deferred batches (what the consumer hands out) -------------------------------------------------------
 
 in_client_order = records.map(
@@ -100,6 +109,15 @@ def test_select_of_a_deferred_batch_keeps_its_order_and_records(
     wanted = [r for r in rs if (r.topic, r.partition) in keep]
     assert picked.records() == wanted
     assert picked.highest_offsets() == RecordBatch.from_records(wanted).highest_offsets()
+
+
+@given(in_client_order, st.integers(0, 45))
+def test_split_of_a_deferred_batch_keeps_its_records_and_bounds(rs: list[Record], n: int) -> None:
+    batch = RecordBatch.of_records(rs)
+    head, tail = batch.split(n)
+    assert head.records() == rs[:n] and tail.records() == rs[n:]
+    assert head.offset_bounds() == RecordBatch.from_records(rs[:n]).offset_bounds()
+    assert tail.highest_offsets() == RecordBatch.from_records(rs[n:]).highest_offsets()
 
 
 def test_a_deferred_batch_builds_only_the_columns_read_once_each() -> None:

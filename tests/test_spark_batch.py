@@ -109,3 +109,32 @@ def test_chunks_from_several_calls_are_one_batch_for_offsets_drops_and_size() ->
     assert (len(batch), batch.bytes) == (3, 4)
     assert batch.drop([P0]) == 3
     assert (len(batch), batch.bytes, batch.chunks) == (0, 0, [])
+
+
+def test_take_hands_out_the_oldest_records_within_the_limits_and_keeps_the_rest() -> None:
+    batch = PendingBatch()
+    batch.add([rec(0, i, b"x" * 10) for i in range(5)])
+    batch.add([rec(1, i, b"x" * 10) for i in range(5)])
+    first = batch.take(7, 1_000)
+    assert [(r.partition, r.offset) for r in first.records] == [(0, i) for i in range(5)] + [(1, 0), (1, 1)]
+    assert (first.count, first.bytes) == (7, 70) and (batch.count, batch.bytes) == (3, 30)
+    by_bytes = batch.take(100, 25)
+    assert [(r.partition, r.offset) for r in by_bytes.records] == [(1, 2), (1, 3)]
+    assert batch.offsets() == {P1: OffsetRange(4, 4)} and batch.bytes == 10
+
+
+def test_take_gives_a_record_over_the_byte_limit_alone_and_never_nothing() -> None:
+    batch = PendingBatch()
+    batch.add([rec(0, 0, b"x" * 50), rec(0, 1, b"x")])
+    assert [r.offset for r in batch.take(10, 20).records] == [0]
+    assert [r.offset for r in batch.take(10, 20).records] == [1]
+    assert len(batch.take(10, 20)) == 0
+
+
+def test_prepended_records_come_out_first() -> None:
+    newer, older = PendingBatch(), PendingBatch()
+    newer.add([rec(0, 5), rec(0, 6)])
+    older.add([rec(0, 3), rec(0, 4)])
+    newer.prepend(older)
+    assert [r.offset for r in newer.take(3, 1_000).records] == [3, 4, 5]
+    assert newer.offsets() == {P0: OffsetRange(6, 6)} and newer.count == 1

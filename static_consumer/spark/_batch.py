@@ -67,11 +67,13 @@ class OffsetRange:
 class PendingBatch:
     """Records collected for the next batch, as the client's :class:`RecordBatch` chunks (no object per
     record). Records of revoked or lost partitions are dropped before the batch is handed out, so a
-    batch never holds records of partitions this member gave up."""
+    batch never holds records of partitions this member gave up. :meth:`take` hands out the oldest
+    records within the limits and keeps the rest for the next batch."""
 
     chunks: list[RecordBatch] = field(default_factory=list)
     count: int = 0
     bytes: int = 0
+    sizes: list[int] = field(default_factory=list)  # payload bytes per chunk
 
     def __len__(self) -> int:
         return self.count
@@ -92,10 +94,49 @@ class PendingBatch:
                 chunk = chunk.select(keys)
         if not len(chunk):
             return 0
-        self.chunks.append(chunk)
-        self.count += len(chunk)
-        self.bytes += chunk.payload_bytes()
+        self._append(chunk, chunk.payload_bytes())
         return len(chunk)
+
+    def _append(self, chunk: RecordBatch, size: int) -> None:
+        self.chunks.append(chunk)
+        self.sizes.append(size)
+        self.count += len(chunk)
+        self.bytes += size
+
+    def prepend(self, older: PendingBatch) -> None:
+        """Put ``older`` records before these (each partition's records stay in offset order)."""
+        self.chunks[:0], self.sizes[:0] = older.chunks, older.sizes
+        self.count += older.count
+        self.bytes += older.bytes
+
+    def take(self, max_records: int, max_bytes: int) -> PendingBatch:
+        """Remove and return the oldest records up to ``max_records`` and ``max_bytes`` (at least one
+        record, even one larger than ``max_bytes``); the rest stays for the next batch. A chunk is cut
+        where a limit falls, so every partition's records keep their order across the cut."""
+        out = PendingBatch()
+        while self.chunks:
+            chunk, size = self.chunks[0], self.sizes[0]
+            room, room_bytes = max_records - out.count, max_bytes - out.bytes
+            if room <= 0 or (out.count and room_bytes <= 0):
+                break
+            if len(chunk) <= room and size <= room_bytes:
+                out._append(chunk, size)
+                self.chunks.pop(0)
+                self.sizes.pop(0)
+                continue
+            if size <= room_bytes:  # only the record limit cuts this chunk
+                head, tail = chunk.split(room)
+                head_bytes = head.payload_bytes()
+            else:
+                cut, head_bytes = _cut(chunk, room, room_bytes, alone_ok=not out.count)
+                head, tail = chunk.split(cut)
+            if len(head):
+                out._append(head, head_bytes)
+                self.chunks[0], self.sizes[0] = tail, size - head_bytes
+            break
+        self.count -= out.count
+        self.bytes -= out.bytes
+        return out
 
     def drop(self, partitions: Iterable[TopicPartition]) -> int:
         """Forget the records of ``partitions``; returns how many were dropped. Their offsets were not
@@ -108,8 +149,9 @@ class PendingBatch:
         dropped = self.count - sum(map(len, kept))
         if dropped:
             self.chunks = kept
+            self.sizes = [chunk.payload_bytes() for chunk in kept]
             self.count -= dropped
-            self.bytes = sum(chunk.payload_bytes() for chunk in kept)
+            self.bytes = sum(self.sizes)
         return dropped
 
     def full(self, max_records: int, max_bytes: int) -> bool:
@@ -125,6 +167,20 @@ class PendingBatch:
                 first[key] = min(first.get(key, low), low)
                 last[key] = max(last.get(key, highest[key]), highest[key])
         return {TopicPartition(*key): OffsetRange(first[key], last[key]) for key in sorted(first)}
+
+
+def _cut(chunk: RecordBatch, room: int, room_bytes: int, *, alone_ok: bool) -> tuple[int, int]:
+    """How many of ``chunk``'s first records fit ``room`` records and ``room_bytes``, and their bytes;
+    one record even if it alone is over ``room_bytes`` when ``alone_ok`` (the batch has nothing else)."""
+    total = fitted = 0
+    for size in chunk.payload_sizes()[:room]:
+        if total + size > room_bytes:
+            if fitted == 0 and alone_ok:
+                return 1, size
+            break
+        total += size
+        fitted += 1
+    return fitted, total
 
 
 def commit_offsets(

@@ -280,12 +280,17 @@ class MicroBatchRunner:
         if ledger is not None and ledger.replaying:
             if not self._replay_due():
                 return None
-            taken = ledger.take_replay()
-            return None if taken is None else (taken[0], (taken[1], taken[2]))
+            taken = ledger.take_replay(self._sizer.max_records, self._limits.max_bytes)
+            if taken is None:
+                return None
+            batch, key, plan, rest = taken
+            self._pending.prepend(rest)  # older than what waits there: each partition stays in order
+            return batch, (key, plan)
         if not self._pending:
             return None
-        batch, self._pending = self._pending, PendingBatch()
-        return batch, None
+        # Within the limits even when more was collected (records that waited for a replay to complete,
+        # a poll larger than the room left, a limit shrunk after slow batches): the rest waits.
+        return self._pending.take(self._sizer.max_records, self._limits.max_bytes), None
 
     def _revoked(self, partitions: Sequence[TopicPartition]) -> None:
         self._drop(partitions, "revoked")
