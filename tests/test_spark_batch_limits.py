@@ -67,3 +67,28 @@ def test_a_record_larger_than_max_bytes_goes_alone() -> None:
     runner, _, sink, _ = make_runner(script, limits=limits)
     runner.run(idle_timeout_s=5.0)
     assert [pairs for pairs, _ in sink.batches] == [[(0, 0)], [(0, 1)], [(0, 2)]]
+
+
+def test_a_replay_keeps_its_records_when_the_limits_were_lowered_since_the_crash(tmp_path: Path) -> None:
+    # The sink may hold the crashed batch under its key: cutting it would hand its tail out again under a
+    # new key, and a key-based sink (Delta's txnAppId/txnVersion) would write that tail twice.
+    script = [Assign((P0,)), *[rec(0, i) for i in range(6)]]
+    first, _, _, _ = make_runner(
+        script,
+        limits=BatchLimits(max_records=6, min_records=6, poll_records=6, max_wait_s=1.0),
+        checkpoint=tmp_path,
+    )
+
+    def die(df: Any, info: BatchInfo) -> None:
+        raise Crash
+
+    first._attempts._fn = die
+    with pytest.raises(Crash):
+        first.run()
+
+    lowered = BatchLimits(max_records=4, min_records=1, poll_records=10, max_wait_s=1.0)
+    second, _, sink, _ = make_runner(script, limits=lowered, checkpoint=tmp_path)
+    second.run(idle_timeout_s=5.0)
+    replayed, info = sink.batches[0]
+    assert sorted(replayed) == [(0, i) for i in range(6)] and info.batch_id == 0
+    assert all(n <= 4 for n in sizes(sink.batches[1:]))
