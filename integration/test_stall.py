@@ -3,11 +3,13 @@
 Two static members share a 4-partition topic while records are produced at 200/s. The victim is frozen
 twice: first for less than its session (the broker keeps it; the stall guard checks with one commit and
 hands the batch out), then for longer (the other member takes its partitions; on wake-up the guard drops
-what librdkafka fetched before the freeze). Checked against the other member's own events: no record is
-handed out, and no offset committed, after the wake-up for a partition the other member owned at that
-instant. Also (issue 15): no silent stall and no exit (the victim rejoins and consumes again, the other
-member carried the victim's partitions on), nothing is lost, the group's committed offsets never go
-backwards, and the final ones are the high watermarks.
+what librdkafka fetched before the freeze). Checked against the other member's own events: no record the
+guard checked after the wake-up (``StaticConsumer.checked_at``, after the client returned it) is handed
+out, and no offset committed after it, for a partition the other member owned at that instant; a batch
+checked before the freeze may be handed out after it (the freeze fell inside ``consume()``) and its
+commit must be refused. Also (issue 15): no silent stall and no exit (the victim rejoins and consumes
+again, the other member carried the victim's partitions on), nothing is lost, the group's committed
+offsets never go backwards, and the final ones are the high watermarks.
 
 One scenario per protocol, on the shared broker, with a 5 s session (the harness allows 1 s):
 the classic one set on the members, the KIP-848 one on the group.
@@ -24,6 +26,7 @@ from _faults import SteadyProducer, assert_all_consumed_and_committed
 
 from static_consumer_lab.group import Group
 from static_consumer_lab.pauses import (
+    checked_before,
     pause,
     pause_until,
     refused_batches,
@@ -133,8 +136,13 @@ def test_a_member_paused_past_its_session_hands_out_no_record_it_no_longer_owns(
     late_commits = stale_commits(victim, [other], thawed)
     assert late_commits == [], f"committed after the wake-up, not its own: {late_commits}\n{seen}"
     assert_all_consumed_and_committed(group, acked, samples)
-    # The window no client can close: a batch handed out before the freeze is processed after it, and
-    # its commit is refused. Any refused commit must be of such a batch.
+    # The window no client can close: a batch checked by the guard before the freeze is processed after
+    # it (the freeze came after the check: while processing, or inside consume() before the hand-over),
+    # and its commit is refused. Any refused commit must be of such a batch.
     refused = refused_batches(victim)
-    print(f"{protocol}: {len(samples)} commit samples; refused batches (handed out at, size): {refused}")
+    inside = [(round(c - frozen, 3), round(h - frozen, 3), n) for c, h, n in checked_before(victim, frozen)]
+    print(
+        f"{protocol}: {len(samples)} commit samples; refused batches (checked at, size): {refused}; "
+        f"batches checked before the freeze and handed out after it (s from the freeze, size): {inside}"
+    )
     assert all(at < frozen for at, _ in refused) and refused_batches(other) == []

@@ -144,6 +144,16 @@ class StaticConsumer:
         return self._session.offsets.owned
 
     @property
+    def checked_at(self) -> float:
+        """The consumer's clock (``time.monotonic()`` unless another was given) when the stall guard
+        last measured the time since the measurement before, which it does before any record goes out:
+        after each client call on the poll path, and where records handed back earlier go out without
+        one. What a call handed out was checked as of this instant; a pause after it (before or while
+        the batch is processed) shows at the next call, and the batch's commit is refused if the
+        partitions moved meanwhile (docs/semantics.md, pauses). 0.0 before the first call."""
+        return self._session.stall.last_return
+
+    @property
     def state(self) -> State:
         """Where the consumer is in its life (see :class:`State` for the transitions)."""
         return self._session.state
@@ -173,9 +183,11 @@ class StaticConsumer:
                 handle_error(s, item)
             else:
                 record = item
-            if s.stall.checking:  # rare: a long gap before this call, or partitions disowned
-                kept = guard(s, adapter, [record] if record is not None else [], 1)
-                record = kept[0] if kept else None
+        else:
+            s.stall.returned(s.clock())  # handed back earlier: a freeze since is checked all the same
+        if s.stall.checking:  # rare: a long gap before this call, or partitions disowned
+            kept = guard(s, adapter, [record] if record is not None else [], 1)
+            record = kept[0] if kept else None
         hand_out(s, [record] if record is not None else [])
         return record
 
@@ -190,8 +202,10 @@ class StaticConsumer:
                 records = items  # the adapter's list, with the highest offsets commit(records) needs
             else:
                 accept(s, items, records)
-            if s.stall.checking:
-                records = guard(s, adapter, records, max_records)
+        else:
+            s.stall.returned(s.clock())  # handed back earlier: a freeze since is checked all the same
+        if s.stall.checking:
+            records = guard(s, adapter, records, max_records)
         hand_out(s, records)
         return records
 

@@ -326,3 +326,74 @@ def test_poll_keeps_extra_records_for_the_next_calls() -> None:
     assert c.poll(0.1) == rec(0, 2)
     assert [s.verdict for s in events.stalls()] == ["unknown"]
     c.close()
+
+
+# -- records handed back earlier, and when the check ran ---------------------------------------------
+
+
+class RaisesOnce(MembershipListener):
+    """A listener bug on the first assignment: that call's records are handed back to the buffer."""
+
+    def __init__(self) -> None:
+        self.raised = False
+
+    def on_assigned(self, event: Any) -> None:
+        if not self.raised:
+            self.raised = True
+            raise RuntimeError("listener bug")
+
+
+def handed_back(script: list[Step]) -> tuple[StaticConsumer, FakeAdapter, Events, FakeClock]:
+    """Records rec(0, 0) and rec(0, 1) handed back; rec(0, 0) then processed and committed."""
+    clock, events = FakeClock(), Events()
+    factory = FakeFactory([Assign((P0,)), rec(0, 0), rec(0, 1), None, *script], freeze=clock.advance)
+    c = StaticConsumer(
+        settings(),
+        listeners=[events, RaisesOnce()],
+        adapter_factory=factory,
+        probe=lambda _: CAPS,
+        env={},
+        clock=clock,
+    )
+    c.start()
+    with pytest.raises(RuntimeError):
+        c.consume(10, 0.1)
+    assert c.consume(1, 0.1) == [rec(0, 0)]  # from the buffer, no client call
+    c.commit([rec(0, 0)])
+    return c, factory.last, events, clock
+
+
+@pytest.mark.parametrize("call", ["consume", "poll", "consume_batch"])
+def test_records_handed_back_before_a_freeze_are_checked_when_they_go_out_without_a_client_call(
+    call: str,
+) -> None:
+    # Frozen while rec(0, 1) waited in the buffer; the next call hands it out without asking the
+    # client (consume() has max_records of them): the gap is measured there too.
+    c, adapter, events, clock = handed_back([None, Lose((P0,)), None])
+    clock.advance(9.0)
+    adapter.commit_failures.append(UNKNOWN_MEMBER)
+    got = {"consume": lambda: c.consume(1, 0.1), "poll": lambda: c.poll(0.1)}.get(
+        call, lambda: list(c.consume_batch(1, 0.1))
+    )()
+    assert not got  # the broker said gone; the loss was served, the record dropped
+    assert [(s.verdict, s.dropped, s.gap_s) for s in events.stalls()] == [("gone", 1, 9.0)]
+    c.close()
+
+
+def test_records_handed_back_go_out_unchecked_within_the_threshold() -> None:
+    c, adapter, events, clock = handed_back([])
+    clock.advance(THRESHOLD_S - 0.1)
+    assert c.consume(1, 0.1) == [rec(0, 1)]
+    assert adapter.calls.count("commit") == 1 and events.stalls() == []
+    c.close()
+
+
+def test_checked_at_is_after_the_client_returned_and_before_the_hand_over() -> None:
+    c, _, events, clock = started([Assign((P0,)), rec(0, 0), None, Freeze(THRESHOLD_S - 0.1), rec(0, 1)])
+    assert c.checked_at == 0.0
+    owned_then_committed(c, [rec(0, 0)])
+    before = clock.now
+    assert c.checked_at == before
+    assert c.consume(10, 0.1) == [rec(0, 1)]  # frozen inside the client call, under the threshold
+    assert c.checked_at == before + THRESHOLD_S - 0.1 and events.stalls() == []
+    c.close()

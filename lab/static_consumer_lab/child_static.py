@@ -160,12 +160,21 @@ def _handler(
     def handle(records: list[Record]) -> None:
         nonlocal seen
         returned = time.time()  # handed out now: a freeze may come before the records event
+        # When the library's stall guard checked them (its clock, in wall time): a freeze can also fall
+        # between that check and the hand-over. Read after ``returned``, so a freeze between the two
+        # reads dates the check earlier, never later, than a batch handed out before the freeze.
+        checked = returned - (time.monotonic() - consumer.checked_at)
         seen += len(records)
         if work is not None:
             work.settle()
             work.process([(r.topic, r.partition, r.offset, r.timestamp_ms) for r in records])
         else:
-            emit("records", records=[[r.topic, r.partition, r.offset] for r in records], returned=returned)
+            emit(
+                "records",
+                records=[[r.topic, r.partition, r.offset] for r in records],
+                returned=returned,
+                checked=checked,
+            )
         time.sleep(float(spec.get("process_s", 0)))
         block_if_asked(spec.get("block"), emit)
         if max_records is not None and seen >= max_records:

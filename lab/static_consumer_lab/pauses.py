@@ -67,6 +67,15 @@ def handed_out_at(event: Event) -> float:
     return _time_of(event, "returned")
 
 
+def checked_at(event: Event) -> float:
+    """When the library's stall guard checked a ``records`` event's records (its ``checked``, in wall
+    time): after the client returned them and before ``consume()`` handed them out. A freeze between the
+    two (inside ``consume()``) leaves a batch checked before the freeze and handed out after it: the
+    window no client can close, as a freeze right after the hand-over. Events without it: when handed out.
+    """
+    return _time_of(event, "checked") if "checked" in event else handed_out_at(event)
+
+
 def taken_over(other: ConsumerProcess, partitions: set[Partition], since: float) -> bool:
     """Whether ``other`` was handed some of ``partitions`` after ``since`` (by its own events)."""
     return any(
@@ -87,11 +96,12 @@ def _not_its_own(
 def stale_records(
     proc: ConsumerProcess, others: Iterable[ConsumerProcess], since: float
 ) -> list[tuple[str, int, int]]:
-    """Records ``proc`` handed out after ``since`` of partitions it did not own or another member did."""
+    """Records ``proc``'s stall guard checked after ``since`` (see :func:`checked_at`) and handed out,
+    of partitions it did not own then or another member did."""
     others = list(others)
     found = []
     for event in proc.events("records"):
-        at = handed_out_at(event)
+        at = checked_at(event)
         if at > since:
             stale = _not_its_own(proc, others, at)
             found += [(t, p, o) for t, p, o in event["records"] if stale(t, p)]
@@ -131,14 +141,25 @@ def timeline(procs: Iterable[ConsumerProcess], start: float, end: float) -> str:
 
 
 def refused_batches(proc: ConsumerProcess) -> list[tuple[float, int]]:
-    """(handed out at, records) of each batch whose commit was refused (``commit_refused`` events)."""
+    """(checked at, records) of each batch whose commit was refused (``commit_refused`` events); see
+    :func:`checked_at`."""
     out, batch = [], None
     for event in proc.events():
         if event["kind"] == "records":
             batch = event
         elif event["kind"] == "commit_refused" and batch is not None:
-            out.append((handed_out_at(batch), len(batch["records"])))
+            out.append((checked_at(batch), len(batch["records"])))
     return out
+
+
+def checked_before(proc: ConsumerProcess, at: float) -> list[tuple[float, float, int]]:
+    """(checked at, handed out at, records) of each batch checked before ``at`` and handed out after it:
+    a freeze at ``at`` fell inside ``consume()``, between the guard's check and the hand-over."""
+    return [
+        (checked_at(e), handed_out_at(e), len(e["records"]))
+        for e in proc.events("records")
+        if checked_at(e) < at < handed_out_at(e)
+    ]
 
 
 @contextmanager
@@ -189,6 +210,8 @@ def went_backwards(samples: Iterable[dict[int, int]]) -> list[str]:
 
 
 __all__ = [
+    "checked_at",
+    "checked_before",
     "handed_out_at",
     "owned_at",
     "pause",

@@ -187,9 +187,13 @@ class ConsumerProcess:
         return time.time()
 
     def thaw(self) -> float:
-        """SIGCONT after :meth:`freeze`; the time it did."""
+        """SIGCONT after :meth:`freeze`; the time just before it. The child may run (and stream events)
+        before this side reads the clock again: a classic member reported its loss within a millisecond
+        of the wake-up, before a time read after the signal. Every event it streams after the wake-up
+        is later than this one."""
+        woken = time.time()
         self.proc.send_signal(signal.SIGCONT)
-        return time.time()
+        return woken
 
     def kill(self) -> None:
         """SIGKILL: no commit, no close, nothing sent to the broker."""

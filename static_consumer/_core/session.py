@@ -141,8 +141,8 @@ class StallWatch:
     """
 
     threshold_s: float | None = None  # gaps longer than this are checked; None: no group session
-    last_return: float = 0.0  # the clock when the last client call on the poll path returned
-    calls: int = 0  # client calls on the poll path that returned
+    last_return: float = 0.0  # the clock at the last return (see ``returned``)
+    calls: int = 0  # client calls on the poll path that returned (and hand-outs of records given back)
     suspect_gap: float | None = None  # a gap over the threshold, not checked yet (no records since)
     suspect_call: int = 0  # the call that returned after that gap
     touched: dict[TopicPartition, int] = field(default_factory=dict)  # the last call (un)assigning each
@@ -154,7 +154,10 @@ class StallWatch:
     gone_since: float = 0.0
 
     def returned(self, now: float) -> None:
-        """A client call on the poll path returned at ``now``; the hot path: one subtraction."""
+        """A client call on the poll path returned at ``now``, or records handed back earlier (a listener
+        raised, a task was cancelled, a join attempt fetched them) go out at ``now`` without one: the
+        process may have been frozen meanwhile all the same. Numbered like a call: rebalance callbacks
+        run since the last one came before these records. The hot path: one subtraction."""
         if self.threshold_s is not None and self.calls and now - self.last_return > self.threshold_s:
             if self.suspect_gap is None:
                 self.suspect_call = self.calls + 1

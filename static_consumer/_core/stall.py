@@ -15,7 +15,8 @@ the loss first (docs/semantics.md has the measurements):
 
 librdkafka exposes neither the heartbeat age nor the member epoch, and its statistics trail the
 detection, so the guard measures what the library sees itself: the gap between two returns from the
-client on the poll path (``StallWatch.returned``, one subtraction per call). After a gap over the
+client on the poll path, or up to a hand-out of records given back earlier without one
+(``StallWatch.returned``, one subtraction per call). After a gap over the
 threshold, before any record goes out, it asks, cheapest first: did the client report the loss since the
 gap; has it dropped its member id (classic, after its own session check); else does the broker accept a
 commit of offsets already processed (the broker checks the member id and generation, or the member
