@@ -25,10 +25,10 @@ from static_consumer._core import ownership
 from static_consumer._core.join import JoinPlan, Prober, probe_broker
 from static_consumer._core.membership import remove_static_member
 from static_consumer._core.modes import mode_for
+from static_consumer._core.offsets import CommitFlight
 from static_consumer._core.ownership import Commitable
 from static_consumer._core.poll import accept, after_client_call, hand_out, handle_error, take_buffered
-from static_consumer._core.rejoin import open_group_watch
-from static_consumer._core.seam import ConsumerAdapter, GroupWatchFactory, PollError
+from static_consumer._core.seam import ConsumerAdapter, GroupWatch, GroupWatchFactory, PollError
 from static_consumer._core.session import AdapterFactory, MemberRemover, Session, State, Status
 from static_consumer._core.stall import guard
 from static_consumer.errors import ConsumerClosedError
@@ -38,6 +38,13 @@ from static_consumer.settings._config import ConfigValue
 from static_consumer.types import Record, RecordBatch, RecordList, TopicPartition
 
 log = logging.getLogger(__name__)
+
+
+def _open_group_watch(settings: ConsumerSettings) -> GroupWatch:
+    """The default group watch, for a refused KIP-848 join only: its module is loaded then."""
+    from static_consumer._core.rejoin import open_group_watch
+
+    return open_group_watch(settings)
 
 
 def _confluent_adapter(config: dict[str, ConfigValue]) -> ConsumerAdapter:
@@ -76,7 +83,7 @@ class StaticConsumer:
             adapter_factory=adapter_factory or _confluent_adapter,
             probe=probe or probe_broker,
             remove_member=remove_member or remove_static_member,
-            group_watch=group_watch or open_group_watch,
+            group_watch=group_watch or _open_group_watch,
             stop=stop,
             sleep=sleep or stop.wait,  # interruptible by stop(), e.g. from a SIGTERM handler
             clock=clock,
@@ -85,13 +92,17 @@ class StaticConsumer:
     # -- lifecycle -----------------------------------------------------------------------------------
 
     def start(self) -> StaticConsumer:
-        """Resolve the identity, run the capability gate, then create the client and join the group."""
+        """Resolve the identity, run the capability gate (while the client connects), then join the group."""
         s = self._session
         if s.state is not State.NEW:
             self._require_usable()
             return self
-        s.plan = s.mode.plan(s.settings, s.env, s.probe)
-        s.mode.join(s)
+        try:
+            # The client is built while the gate runs (Session.connect); it subscribes only in join().
+            s.plan = s.mode.plan(s.settings, s.env, s.probe, s.connect)
+            s.mode.join(s)
+        finally:
+            s.drop_early()  # a gate that refused (or a plan with another config) leaves it unused
         return self
 
     def __enter__(self) -> StaticConsumer:
@@ -182,7 +193,7 @@ class StaticConsumer:
     def consume(self, max_records: int = 500, timeout: float = 1.0) -> list[Record]:
         """Up to ``max_records`` records within ``timeout``; same errors as :meth:`poll`."""
         adapter, s = self._require_usable(), self._session
-        records = take_buffered(s, max_records)
+        records = take_buffered(s, max_records) if s.buffer else []
         if len(records) < max_records:
             items = adapter.consume(max_records - len(records), 0.0 if records else timeout)
             after_client_call(s, adapter)
@@ -234,9 +245,22 @@ class StaticConsumer:
         self._require_usable()
         ownership.mark(self._session, record)
 
-    def commit(self, what: Commitable = None, *, asynchronous: bool = False) -> dict[TopicPartition, int]:
+    def commit(self, what: Commitable = None, *, asynchronous: bool = True) -> dict[TopicPartition, int]:
         """Commit processed offsets (``what`` None), a record, records or a RecordBatch (marked
-        processed first), or explicit next-offsets. Returns the offsets sent. Never commits after a fence."""
+        processed first), or explicit next-offsets. Never commits after a fence.
+
+        By default the commit does not wait for the broker (librdkafka's asynchronous commit; its result
+        is read in the next ``poll()``/``consume()``). It returns the offsets it committed: sent now, or,
+        while the commit before is still in flight, sent once that one's result was read (together with
+        whatever else was processed by then; at most one commit is in flight, so offsets never go
+        backwards). A failure is raised by a later call: the next ``commit()`` raises a refused or
+        retriable one as a synchronous commit would (``CommitFailedError``, ``RetriableError``), the next
+        ``poll()``/``consume()`` a fence. A revoke, ``close()`` and ``leave_group()`` commit everything
+        processed synchronously (the offsets in flight included), so a clean close leaves everything
+        processed committed. An empty dict: nothing new to commit.
+
+        ``asynchronous=False`` waits for the broker's answer to this commit (which covers the one in
+        flight). It returns the offsets the broker accepted and raises for a refused commit."""
         self._require_usable()
         return ownership.commit(self._session, what, asynchronous=asynchronous)
 
@@ -265,17 +289,19 @@ class StaticConsumer:
         left = False
         if s.usable and s.state is not State.CLOSING:
             s.move(State.CLOSING)  # the last commit, the revoke callbacks and leaving run in CLOSING
+        bound = s.settings.shutdown_timeout_s if timeout_s is None else timeout_s
         try:
+            # Synchronously, on this thread: it covers the commit in flight, if any.
             ownership.commit_quietly(s, None, "processed offsets on close")
             # Still usable while closing: the revoke callback that close() runs commits what a listener
             # marked processed in on_revoked.
-            bound = s.settings.shutdown_timeout_s if timeout_s is None else timeout_s
             left = s.mode.close(s, adapter, leave=leave, timeout_s=bound)
             return left
         finally:
             s.move(State.CLOSED)
             s.adapter = None
             s.offsets.clear()
+            s.commits = CommitFlight()
             s.dispatch.emit(Closed(**s.event_fields(), left_group=left))
             log.info("closed (left group: %s)", left)
             s.dispatch.raise_pending()

@@ -12,6 +12,7 @@ from __future__ import annotations
 import logging
 
 from static_consumer._core.failures import check_token, ends_session, recover_or_die, scrubbed
+from static_consumer._core.ownership import pump
 from static_consumer._core.seam import ConsumerAdapter, PollError
 from static_consumer._core.session import Session
 from static_consumer._kafka.codes import ErrorKind
@@ -22,12 +23,17 @@ log = logging.getLogger(__name__)
 
 def after_client_call(session: Session, adapter: ConsumerAdapter) -> None:
     """The time of the return (for the stall guard), the mode's poll work, the errors the client
-    reported out of band (librdkafka's error_cb), then whether the client can still log in."""
+    reported out of band (librdkafka's error_cb), whether the client can still log in, then the commit
+    in flight: its end read (a fatal failure raised), an owed commit sent."""
     session.stall.returned(session.clock())
     session.mode.on_poll(session, adapter)
     for error in adapter.take_errors():
         handle_error(session, error)
-    check_token(session)  # OAUTHBEARER: the last token expired while the provider kept failing
+    if session.tokens is not None:
+        check_token(session)  # OAUTHBEARER: the last token expired while the provider kept failing
+    commits = session.commits
+    if commits.sent is not None or commits.owed or commits.failed is not None:
+        pump(session)
 
 
 def handle_error(session: Session, error: PollError) -> bool:

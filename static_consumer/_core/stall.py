@@ -32,6 +32,7 @@ import math
 from collections.abc import Callable, Mapping
 
 from static_consumer._core.failures import recover_or_die
+from static_consumer._core.ownership import supersede
 from static_consumer._core.poll import accept, after_client_call
 from static_consumer._core.seam import AdapterError, ConsumerAdapter
 from static_consumer._core.session import Session
@@ -182,9 +183,11 @@ def _verdict(session: Session, adapter: ConsumerAdapter) -> StallVerdict:
     if adapter.member_id() is None:
         return "gone"  # classic: librdkafka's session check already cleared the member id
     # Offsets the application may commit anyway: what it processed, else the last commit sent again.
+    # The check is a synchronous commit on this thread: it covers the commit in flight, if any.
     offsets = session.offsets.pending() or session.offsets.last_committed()
     if not offsets:
         return "unknown"
+    supersede(session)
     try:
         adapter.commit(offsets)
     except AdapterError as exc:
