@@ -27,11 +27,19 @@ from static_consumer._core.membership import remove_static_member
 from static_consumer._core.modes import mode_for
 from static_consumer._core.offsets import CommitFlight
 from static_consumer._core.ownership import Commitable
-from static_consumer._core.poll import accept, after_client_call, hand_out, handle_error, take_buffered
+from static_consumer._core.poll import (
+    IN_FLIGHT_WAIT_S,
+    accept,
+    after_client_call,
+    end_in_flight,
+    hand_out,
+    handle_error,
+    take_buffered,
+)
 from static_consumer._core.seam import ConsumerAdapter, GroupWatch, GroupWatchFactory, PollError
 from static_consumer._core.session import AdapterFactory, MemberRemover, Session, State, Status
 from static_consumer._core.stall import guard
-from static_consumer.errors import ConsumerClosedError
+from static_consumer.errors import ConsumerClosedError, StaticConsumerError
 from static_consumer.events import Closed, Dispatcher, MembershipListener
 from static_consumer.settings import ConsumerSettings
 from static_consumer.settings._config import ConfigValue
@@ -262,7 +270,21 @@ class StaticConsumer:
         ``asynchronous=False`` waits for the broker's answer to this commit (which covers the one in
         flight). It returns the offsets the broker accepted and raises for a refused commit."""
         self._require_usable()
-        return ownership.commit(self._session, what, asynchronous=asynchronous)
+        return ownership.commit(
+            self._session, what, asynchronous=asynchronous, end_in_flight=self._end_in_flight
+        )
+
+    def _end_in_flight(self) -> None:
+        """Before a synchronous commit: the result of the commit in flight read first (bounded), so it
+        cannot land after this one; records served meanwhile come first on the next call."""
+        s = self._session
+        adapter = s.adapter
+        if adapter is None:
+            return
+        records = end_in_flight(s, adapter, IN_FLIGHT_WAIT_S)
+        if records and s.stall.checking:
+            records = guard(s, adapter, records, len(records))
+        s.buffer.extend(records)
 
     # -- closing -------------------------------------------------------------------------------------
 
@@ -278,6 +300,20 @@ class StaticConsumer:
             raise ConsumerClosedError("the consumer is closed")
         return self._shutdown(leave=True, timeout_s=timeout_s)
 
+    def _end_in_flight_on_close(self, adapter: ConsumerAdapter, bound_s: float) -> None:
+        """close(): the commit in flight ends before the last synchronous commit; the records served
+        meanwhile are not handed out (not processed, so not committed: the next owner reads them)."""
+        s = self._session
+        if s.commits.sent is None or not s.usable:
+            return
+        try:
+            dropped = end_in_flight(s, adapter, bound_s)
+        except StaticConsumerError as exc:  # a fence the result revealed: nothing more is committed
+            log.warning("while closing: %s", exc)
+            return
+        if dropped:
+            log.debug("closing: %d records fetched while the last commit ended, not handed out", len(dropped))
+
     def _shutdown(self, *, leave: bool, timeout_s: float | None) -> bool:
         s = self._session
         adapter = s.adapter
@@ -291,11 +327,14 @@ class StaticConsumer:
             s.move(State.CLOSING)  # the last commit, the revoke callbacks and leaving run in CLOSING
         bound = s.settings.shutdown_timeout_s if timeout_s is None else timeout_s
         try:
-            # Synchronously, on this thread: it covers the commit in flight, if any.
+            # Synchronously, on this thread, once the commit in flight ended (bounded): it covers it.
+            began = s.clock()
+            self._end_in_flight_on_close(adapter, min(IN_FLIGHT_WAIT_S, bound / 2))
             ownership.commit_quietly(s, None, "processed offsets on close")
             # Still usable while closing: the revoke callback that close() runs commits what a listener
             # marked processed in on_revoked.
-            left = s.mode.close(s, adapter, leave=leave, timeout_s=bound)
+            rest = max(bound - (s.clock() - began), bound / 2)
+            left = s.mode.close(s, adapter, leave=leave, timeout_s=rest)
             return left
         finally:
             s.move(State.CLOSED)

@@ -124,7 +124,12 @@ class OutOfBand:
     error: PollError
 
 
-Step = Assign | Revoke | Lose | Freeze | OutOfBand | Record | PollError | None
+@dataclass(frozen=True)
+class CommitEnds:
+    """The broker's answer to the commit in flight arrives and this call serves it (on_commit)."""
+
+
+Step = Assign | Revoke | Lose | Freeze | OutOfBand | CommitEnds | Record | PollError | None
 
 
 @dataclass
@@ -212,6 +217,8 @@ class FakeAdapter:
             elif isinstance(step, Freeze):
                 assert self.freeze is not None, "a Freeze step needs FakeFactory(freeze=...)"
                 self.freeze(step.seconds)
+            elif isinstance(step, CommitEnds):
+                self.end_commit()
             elif isinstance(step, OutOfBand):
                 self._errors.append(step.error)
                 return None

@@ -1,8 +1,10 @@
 """Commits that do not wait for the broker (``_core/ownership.py``), on the fake adapter with its commits
 held in flight: at most one in flight, what is asked for meanwhile goes once its result was read,
-failures come back from the next call, and everything that commits synchronously (a revoke, close,
-``asynchronous=False``) sends every processed offset on the calling thread without waiting for the one in
-flight, whose result then counts for nothing.
+failures come back from the next call, ``commit()`` returns what it returned when every commit waited,
+and everything that commits synchronously sends every processed offset on the calling thread: close,
+``asynchronous=False`` and the stall check once the result of the one in flight was read (bounded), a
+revoke (inside a rebalance callback, where nothing can serve that result) without waiting; the result
+of a commit covered that way counts for nothing.
 
 The real client's side (librdkafka's asynchronous commit, its result from on_commit) is
 ``test_confluent_adapter_*`` below; the promises on a real broker are in integration/test_commits.py."""
@@ -11,7 +13,19 @@ from __future__ import annotations
 
 import confluent_kafka
 import pytest
-from fakes import FENCED, MODERN, TRANSPORT_ERROR, Assign, FakeClock, FakeFactory, Lose, Revoke, rec, tp
+from fakes import (
+    FENCED,
+    MODERN,
+    TRANSPORT_ERROR,
+    Assign,
+    CommitEnds,
+    FakeClock,
+    FakeFactory,
+    Lose,
+    Revoke,
+    rec,
+    tp,
+)
 from test_consumer_unit import POD_ENV, consumer, make_settings
 
 from static_consumer._core.confluent import ConfluentAdapter
@@ -40,6 +54,78 @@ def test_a_commit_asked_for_while_one_is_in_flight_goes_once_that_one_ended() ->
         assert c.commit() == {}  # nothing new: the owed offsets are in flight
         factory.last.end_commit()
     assert factory.last.commits == [{tp(0): 2, tp(1): 6}, {tp(0): 3}]
+
+
+def test_commit_returns_a_batchs_next_offsets_whether_or_not_a_commit_is_in_flight() -> None:
+    # What commit(batch) returned when every commit waited: this batch's next offsets (and those of
+    # records processed since the last commit), never offsets an earlier call returned and that are
+    # still in flight or owed (integration/test_record_batches.py checks it on a real broker).
+    script = [Assign((tp(0), tp(1))), rec(0, 1), rec(1, 5), None, rec(1, 6), None, rec(0, 2), None]
+    script += [rec(1, 7), None, CommitEnds(), None]
+    c, factory, _ = consumer(script)
+    with c:
+        adapter = factory.last
+        adapter.hold_commits = True
+        assert c.commit(c.consume_batch(500, 0.1)) == {tp(0): 2, tp(1): 6}  # sent, in flight
+        assert c.commit(c.consume_batch(500, 0.1)) == {tp(1): 7}  # owed
+        assert c.commit(c.consume_batch(500, 0.1)) == {tp(0): 3}  # owed too; 7 is not this batch's
+        assert adapter.begun == [{tp(0): 2, tp(1): 6}]
+        # Synchronous, with one in flight: it sends everything processed, returns this batch's offsets.
+        assert c.commit(c.consume(500, 0.1), asynchronous=False) == {tp(1): 8}
+        assert adapter.commits == [{tp(0): 2, tp(1): 6}, {tp(0): 3, tp(1): 8}]
+        assert c.commit() == {}
+        c.mark_processed(rec(0, 3))
+        assert c.commit() == {tp(0): 4}
+
+
+def test_the_offsets_of_a_failed_commit_are_returned_again_by_the_commit_that_sends_them_again() -> None:
+    c, factory, _ = consumer([Assign((tp(0),)), rec(0, 1), None, rec(0, 2), None])
+    with c:
+        adapter = factory.last
+        adapter.hold_commits = True
+        assert c.commit(c.consume(500, 0.1)) == {tp(0): 2}
+        adapter.commit_failures.append(TRANSPORT_ERROR)
+        adapter.end_commit()
+        assert c.consume(500, 0.1) == [rec(0, 2)]  # reads the failure
+        with pytest.raises(RetriableError):  # raised after this call's offsets went
+            c.commit()
+        assert adapter.begun == [{tp(0): 2}, {tp(0): 2}]
+        adapter.end_commit()
+        assert c.commit(rec(0, 2)) == {tp(0): 3}
+
+
+def test_a_synchronous_commit_waits_for_the_result_of_the_one_in_flight_before_it_is_sent() -> None:
+    # librdkafka retries an OffsetCommit that met a retriable error: sent after the synchronous one, such
+    # a retry could move the committed offset back. The wait drives the client, whose calls serve that
+    # result; a record they return is handed out by the next call, and an owed commit is not sent apart.
+    script = [Assign((tp(0),)), rec(0, 1), None, rec(0, 2), None, rec(0, 3), None, rec(0, 4), CommitEnds()]
+    c, factory, _ = consumer(script)
+    with c:
+        adapter = factory.last
+        adapter.hold_commits = True
+        c.commit(c.consume(500, 0.1))  # in flight
+        c.commit(c.consume(500, 0.1))  # owed
+        assert c.commit(c.consume(500, 0.1), asynchronous=False) == {tp(0): 4}
+        assert adapter.calls[-3:] == ["consume", "commit", "commit"]  # the answer to {0: 2} came first
+        assert adapter.commits == [{tp(0): 2}, {tp(0): 4}]
+        assert adapter.begun == [{tp(0): 2}]
+        served = c.consume(500, 0.1)
+        assert served == [rec(0, 4)]  # served while waiting: not skipped
+        assert c.commit(served) == {tp(0): 5}
+
+
+def test_close_waits_for_the_result_of_the_commit_in_flight_before_its_last_commit() -> None:
+    script = [Assign((tp(0),)), rec(0, 1), None, rec(0, 2), None, rec(0, 9), None, CommitEnds()]
+    c, factory, _ = consumer(script)
+    c.start()
+    adapter = factory.last
+    adapter.hold_commits = True
+    c.commit(c.consume(500, 0.1))  # in flight
+    c.commit(c.consume(500, 0.1))  # owed
+    c.close()
+    # Record 9, served while waiting, was never handed out: not committed (its next owner reads it).
+    assert adapter.commits == [{tp(0): 2}, {tp(0): 3}]
+    assert adapter.begun == [{tp(0): 2}]
 
 
 def test_a_failed_commit_is_raised_by_the_next_commit_once_that_commit_sent_its_own_offsets() -> None:
@@ -156,7 +242,7 @@ def test_a_commit_in_flight_when_its_partition_is_lost_does_not_count_for_it_onc
     assert adapter.commits == [{tp(0): 11}, {tp(0): 11}]
 
 
-def test_close_commits_everything_processed_without_waiting_for_the_commit_in_flight() -> None:
+def test_close_commits_everything_processed_even_when_the_commit_in_flight_never_ends() -> None:
     c, factory, _ = consumer([Assign((tp(0), tp(1))), rec(0, 1), rec(1, 1), rec(0, 2)])
     c.start()
     adapter = factory.last

@@ -28,6 +28,9 @@ class OffsetTracker:
         self._processed: dict[TopicPartition, int] = {}
         self._committed: dict[TopicPartition, int] = {}
         self._since: dict[TopicPartition, int] = {}  # the version each owned partition was assigned at
+        # The offset per partition a commit() call last returned (asked for), so a later call returns
+        # only what is new, as when every commit waited (see :meth:`fresh`).
+        self._asked: dict[TopicPartition, int] = {}
         self.version = 0
 
     @property
@@ -47,10 +50,12 @@ class OffsetTracker:
             self._processed.pop(tp, None)
             self._committed.pop(tp, None)
             self._since.pop(tp, None)
+            self._asked.pop(tp, None)
 
     def clear(self) -> None:
         self.remove(list(self._owned))
         self._processed.clear()
+        self._asked.clear()
 
     def mark(self, record: Record) -> bool:
         """Record that ``record`` was processed. False (ignored) when its partition is not owned."""
@@ -94,6 +99,24 @@ class OffsetTracker:
             if tp in wanted and self._committed.get(tp) != offset
         }
 
+    def fresh(self, offsets: Mapping[TopicPartition, int]) -> dict[TopicPartition, int]:
+        """The part of ``offsets`` no earlier commit() call returned: what a commit() call returns. A
+        call's offsets may also go in a commit sent (or owed) by an earlier call that is still in flight;
+        before commits stopped waiting, that earlier call had committed them, so they were not pending
+        and not returned again. :meth:`ask` notes what a call returned, :meth:`unask` forgets a failure's
+        offsets (the next call sends and returns them again, as after a refused synchronous commit)."""
+        asked = self._asked
+        return {tp: offset for tp, offset in offsets.items() if asked.get(tp) != offset}
+
+    def ask(self, offsets: Mapping[TopicPartition, int]) -> None:
+        owned = self._owned
+        self._asked.update((tp, offset) for tp, offset in offsets.items() if tp in owned)
+
+    def unask(self, offsets: Mapping[TopicPartition, int]) -> None:
+        for tp, offset in offsets.items():
+            if self._asked.get(tp) == offset:
+                del self._asked[tp]
+
     def last_committed(self) -> dict[TopicPartition, int]:
         """What was last committed for the partitions owned now (sending it again moves nothing)."""
         return {tp: offset for tp, offset in self._committed.items() if tp in self._owned}
@@ -124,6 +147,7 @@ class CommitFlight:
     sent_at: int = 0  # the tracker's version when it was sent
     client: object = None  # the client it was sent through (a replaced client takes its commit along)
     owed: bool = False
+    holding: bool = False  # a synchronous commit waits for the one in flight: owed ones wait for it too
     superseded: bool = False
     failed: tuple[PollError, Mapping[TopicPartition, int]] | None = None
     refusal: StaticConsumerError | None = None  # raised by the next commit()

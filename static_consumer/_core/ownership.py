@@ -29,7 +29,7 @@ moving a committed offset back by less than a batch: records delivered again, ne
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import NoReturn
 
 from static_consumer._core.failures import ends_session, recover_or_die, scrubbed
@@ -85,17 +85,30 @@ def mark(session: Session, record: Record) -> None:
         log.debug("ignoring processed %s@%d: partition not assigned", record.topic_partition, record.offset)
 
 
-def commit(session: Session, what: Commitable, *, asynchronous: bool) -> dict[TopicPartition, int]:
+def commit(
+    session: Session,
+    what: Commitable,
+    *,
+    asynchronous: bool,
+    end_in_flight: Callable[[], object] | None = None,
+) -> dict[TopicPartition, int]:
     """Commit processed offsets (``what`` None), a record, records or a batch (marked processed first),
-    or explicit next-offsets. Returns the offsets sent, or owed to the commit in flight (asynchronous).
+    or explicit next-offsets.
+
+    Returns what it returned when every commit waited: the offsets this call asked for that no earlier
+    call did (a batch's next offsets, and those of records processed since the last commit), whether
+    they were sent now, are owed to the commit in flight, or went synchronously together with the offsets
+    of the commit in flight; explicit offsets as given. Offsets of a commit that failed count as not
+    asked for (the next call sends and returns them again).
 
     Asynchronous: raises the failure of a commit whose result was read since the last call (see the
     mode), after this call's offsets were sent or owed all the same (a fence or a missing ACL: before,
     and nothing is sent). Explicit offsets while a commit is in flight go synchronously (they need not be
-    higher than the ones in flight, and must not be overtaken by them). Synchronous: waits for the
-    broker; raises for a refused commit."""
-    adapter = session.adapter
-    if adapter is None:
+    higher than the ones in flight, and must not be overtaken by them). Synchronous: first
+    ``end_in_flight`` (drives the client until the result of the commit in flight was read, bounded), so
+    a retry of that one cannot land after this one; then waits for the broker; raises for a refused
+    commit."""
+    if session.adapter is None:
         raise RuntimeError("static_consumer bug: commit without a client")
     explicit = isinstance(what, Mapping)
     if isinstance(what, Mapping):
@@ -110,14 +123,23 @@ def commit(session: Session, what: Commitable, *, asynchronous: bool) -> dict[To
     if asynchronous and (explicit and flight.sent is not None or _after_a_stall(session)):
         # After a stall the member may have lost its partitions meanwhile: its answer, now.
         asynchronous = False
+    if not asynchronous and flight.sent is not None and end_in_flight is not None:
+        end_in_flight()  # may serve callbacks (a revoke, a fence raised by the poll path)
+    adapter = session.adapter
+    if adapter is None:
+        raise RuntimeError("static_consumer bug: commit without a client")
     if flight.failed is not None:  # a fence or a missing ACL an earlier commit met: raised, nothing sent
         failed, flight.failed = flight.failed, None
         _raise_failure(session, *failed)
     # An earlier commit's refusal: raised once this call's own offsets went (a synchronous commit sends
     # those offsets again and reports its own outcome instead).
     refusal, flight.refusal = flight.refusal, None
-    if not explicit:
-        offsets = session.offsets.pending()
+    tracker = session.offsets
+    if explicit:
+        fresh = offsets
+    else:
+        offsets = tracker.pending()
+        fresh = tracker.fresh(offsets)
         if asynchronous and flight.sent is not None:  # sent already, owed only if newer
             offsets = {tp: o for tp, o in offsets.items() if flight.sent.get(tp) != o}
     if not asynchronous:
@@ -126,12 +148,15 @@ def commit(session: Session, what: Commitable, *, asynchronous: bool) -> dict[To
             try:
                 adapter.commit(offsets)
             except AdapterError as exc:
+                tracker.unask(offsets)
                 _raise_failure(session, exc.error, offsets)
-            session.offsets.committed(offsets)
-        return offsets
+            tracker.committed(offsets)
+        return fresh
     if offsets and flight.sent is not None:
         flight.owed = True
+        tracker.ask(fresh)
     elif offsets:
+        tracker.ask(fresh)
         _begin(session, adapter, offsets)
         settle(session)  # one that ended at once (a fake client) is reported at once
         if flight.failed is not None:
@@ -140,7 +165,7 @@ def commit(session: Session, what: Commitable, *, asynchronous: bool) -> dict[To
         refusal, flight.refusal = refusal or flight.refusal, None
     if refusal is not None:
         raise refusal
-    return offsets
+    return fresh
 
 
 def settle(session: Session) -> bool:
@@ -152,6 +177,7 @@ def settle(session: Session) -> bool:
     if flight.sent is None:
         return True
     if flight.client is not session.adapter:  # the client was replaced: its commit went with it
+        session.offsets.unask(flight.sent)
         flight.sent, flight.owed, flight.superseded = None, False, False
         return True
     adapter = session.adapter
@@ -174,6 +200,7 @@ def _failed(session: Session, error: PollError, offsets: Mapping[TopicPartition,
     ACL) for the poll path or the next commit to raise; any other is said now (a refusal is a
     ``CommitRefused`` event at once) and raised by the next ``commit()``."""
     error = scrubbed(session.settings, error)
+    session.offsets.unask(offsets)  # sent (and returned) again by the next commit
     if ends_session(error):
         session.commits.failed = (error, offsets)
     else:
@@ -196,7 +223,13 @@ def pump(session: Session) -> None:
     flight = session.commits
     if flight.sent is not None:
         settle(session)
-    if flight.owed and flight.sent is None and flight.failed is None and session.usable:
+    if (
+        flight.owed
+        and flight.sent is None
+        and not flight.holding
+        and flight.failed is None
+        and session.usable
+    ):
         flight.owed = False
         owed = session.offsets.pending()
         if owed and session.adapter is not None:

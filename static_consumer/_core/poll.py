@@ -10,15 +10,51 @@ would be lost).
 from __future__ import annotations
 
 import logging
+import math
 
 from static_consumer._core.failures import check_token, ends_session, recover_or_die, scrubbed
-from static_consumer._core.ownership import pump
+from static_consumer._core.ownership import pump, settle
 from static_consumer._core.seam import ConsumerAdapter, PollError
 from static_consumer._core.session import Session
 from static_consumer._kafka.codes import ErrorKind
 from static_consumer.types import Record, RecordBatch
 
 log = logging.getLogger(__name__)
+
+IN_FLIGHT_WAIT_S = 5.0  # how long a synchronous commit waits for the one in flight to end
+SERVE_CALL_S = 0.005  # one short client call while waiting for it
+
+
+def end_in_flight(session: Session, adapter: ConsumerAdapter, bound_s: float) -> list[Record]:
+    """Before a synchronous commit: drive the client (short consume calls on this thread, which serve
+    librdkafka's queue and so the on_commit result) until the result of the commit in flight was read,
+    for at most ``bound_s``. librdkafka retries an OffsetCommit that met a retriable error; had the
+    synchronous one been sent first, such a retry could land after it and move a committed offset back.
+    No owed commit is sent meanwhile. Returns the records those calls returned, for the caller to keep
+    (or drop when closing). Never from inside a rebalance callback (see docs/semantics.md)."""
+    flight = session.commits
+    records: list[Record] = []
+    if flight.sent is None or settle(session):
+        return records
+    clock = session.clock
+    deadline = clock() + bound_s
+    flight.holding = True
+    try:
+        for _ in range(math.ceil(bound_s / SERVE_CALL_S)):  # bounded also on a clock that stands still
+            if flight.sent is None or session.adapter is not adapter or clock() >= deadline:
+                break
+            items = adapter.consume(500, SERVE_CALL_S)
+            after_client_call(session, adapter)
+            accept(session, items, records)
+    finally:
+        flight.holding = False
+    if flight.sent is not None and session.adapter is adapter:
+        log.warning(
+            "the commit in flight did not end within %.1fs; committing synchronously without it (if "
+            "librdkafka retries it later, a committed offset can move back: records delivered again)",
+            bound_s,
+        )
+    return records
 
 
 def after_client_call(session: Session, adapter: ConsumerAdapter) -> None:
@@ -100,4 +136,12 @@ def take_buffered(session: Session, max_records: int) -> list[Record]:
     return records
 
 
-__all__ = ["accept", "after_client_call", "hand_out", "handle_error", "take_buffered"]
+__all__ = [
+    "IN_FLIGHT_WAIT_S",
+    "accept",
+    "after_client_call",
+    "end_in_flight",
+    "hand_out",
+    "handle_error",
+    "take_buffered",
+]
