@@ -258,17 +258,20 @@ class StaticConsumer:
         processed first), or explicit next-offsets. Never commits after a fence.
 
         By default the commit does not wait for the broker (librdkafka's asynchronous commit; its result
-        is read in the next ``poll()``/``consume()``). It returns the offsets it committed: sent now, or,
-        while the commit before is still in flight, sent once that one's result was read (together with
-        whatever else was processed by then; at most one commit is in flight, so offsets never go
-        backwards). A failure is raised by a later call: the next ``commit()`` raises a refused or
-        retriable one as a synchronous commit would (``CommitFailedError``, ``RetriableError``), the next
+        is read in the next ``poll()``/``consume()``; at most one commit is in flight, a later one goes
+        once that one's result was read, so offsets never go backwards). It returns what it returned when
+        every commit waited: the offsets this call asks for that no earlier call did (``commit(batch)``:
+        the batch's next offsets, plus those of records processed since the last commit), whether sent
+        now or owed to the commit in flight; explicit offsets as given; an empty dict when nothing is
+        new. A failure is raised by a later call: the next ``commit()`` raises a refused or retriable one
+        as a synchronous commit would (``CommitFailedError``, ``RetriableError``), the next
         ``poll()``/``consume()`` a fence. A revoke, ``close()`` and ``leave_group()`` commit everything
         processed synchronously (the offsets in flight included), so a clean close leaves everything
-        processed committed. An empty dict: nothing new to commit.
+        processed committed.
 
-        ``asynchronous=False`` waits for the broker's answer to this commit (which covers the one in
-        flight). It returns the offsets the broker accepted and raises for a refused commit."""
+        ``asynchronous=False`` first waits (at most 5 s, serving the client on this thread; records it
+        returns meanwhile come with the next call) for the result of the commit in flight, then sends
+        every processed offset and waits for the broker's answer; it raises for a refused commit."""
         self._require_usable()
         return ownership.commit(
             self._session, what, asynchronous=asynchronous, end_in_flight=self._end_in_flight

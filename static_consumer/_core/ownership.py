@@ -18,12 +18,17 @@ retries of a failed OffsetCommit cannot make two of them land out of order. A fa
 next ``commit()``, a fatal one (a fence) by the poll path at once.
 
 Whatever must know that its commit reached the broker (a revoke, ``close()``, the stall guard,
-``commit(asynchronous=False)``) commits synchronously on the calling thread, without waiting for the
-commit in flight (nothing serves its result inside a rebalance callback): it sends every processed
+``commit(asynchronous=False)``) commits synchronously on the calling thread: it sends every processed
 offset, those in flight included, so it supersedes that commit, whose result is then dropped when it
-comes (:func:`supersede`). The two go to the coordinator in order on one connection; only a retry of the
-one in flight by librdkafka (after a retriable error answer) could land it after the synchronous one,
-moving a committed offset back by less than a batch: records delivered again, never lost.
+comes (:func:`supersede`). Outside a rebalance callback it first waits (bounded) for that result, driving
+the client (``poll.end_in_flight``; no owed commit goes meanwhile), so a retry of the one in flight by
+librdkafka cannot land after it. A revoke cannot: a poll nested in confluent-kafka's rebalance callback
+clears the call state the outer poll needs for its next callback. There, only such a retry (after a
+retriable error answer) could land after the revoke's commit, moving a committed offset back by less
+than a batch: records delivered again, never lost.
+
+``commit()`` returns what it returned when every commit waited: the offsets no earlier call returned
+(``OffsetTracker.fresh``), not everything sent or owed.
 """
 
 from __future__ import annotations
