@@ -114,6 +114,21 @@ def test_a_synchronous_commit_waits_for_the_result_of_the_one_in_flight_before_i
         assert c.commit(served) == {tp(0): 5}
 
 
+def test_records_served_while_waiting_are_not_handed_out_once_their_partition_was_revoked() -> None:
+    both = (tp(0), tp(1))
+    script = [Assign(both), rec(0, 1), None, rec(0, 2), rec(1, 7), None, Revoke((tp(1),)), None, CommitEnds()]
+    script += [None, rec(0, 3)]
+    c, factory, _ = consumer(script)
+    with c:
+        adapter = factory.last
+        adapter.hold_commits = True
+        c.commit(c.consume(500, 0.1))  # in flight
+        assert c.commit(asynchronous=False) == {}  # nothing new: waits for the one in flight, sends nothing
+        assert adapter.commits == [{tp(0): 2}]
+        # tp(1)'s record, served before its revoke, is not handed out; tp(0)'s is, then the next one.
+        assert c.consume(500, 0.1) == [rec(0, 2), rec(0, 3)]
+
+
 def test_close_waits_for_the_result_of_the_commit_in_flight_before_its_last_commit() -> None:
     script = [Assign((tp(0),)), rec(0, 1), None, rec(0, 2), None, rec(0, 9), None, CommitEnds()]
     c, factory, _ = consumer(script)

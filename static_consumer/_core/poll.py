@@ -32,10 +32,10 @@ def end_in_flight(session: Session, adapter: ConsumerAdapter, bound_s: float) ->
     synchronous one been sent first, such a retry could land after it and move a committed offset back.
     No owed commit is sent meanwhile. Returns the records those calls returned, for the caller to keep
     (or drop when closing). Never from inside a rebalance callback (see docs/semantics.md)."""
-    flight = session.commits
-    records: list[Record] = []
+    flight, watch = session.commits, session.stall
+    held: list[tuple[int, Record]] = []
     if flight.sent is None or settle(session):
-        return records
+        return []
     clock = session.clock
     deadline = clock() + bound_s
     flight.holding = True
@@ -45,7 +45,7 @@ def end_in_flight(session: Session, adapter: ConsumerAdapter, bound_s: float) ->
                 break
             items = adapter.consume(500, SERVE_CALL_S)
             after_client_call(session, adapter)
-            accept(session, items, records)
+            held.extend((watch.calls, record) for record in accept(session, items, []))
     finally:
         flight.holding = False
     if flight.sent is not None and session.adapter is adapter:
@@ -54,7 +54,14 @@ def end_in_flight(session: Session, adapter: ConsumerAdapter, bound_s: float) ->
             "librdkafka retries it later, a committed offset can move back: records delivered again)",
             bound_s,
         )
-    return records
+    # A revoke or loss while waiting: records of those partitions fetched before it are not ours (their
+    # next owner, maybe this member again from the committed offset, reads them).
+    owned = session.offsets.owned
+    return [
+        record
+        for call, record in held
+        if record.topic_partition in owned and call >= watch.touched.get(record.topic_partition, 0)
+    ]
 
 
 def after_client_call(session: Session, adapter: ConsumerAdapter) -> None:
