@@ -109,8 +109,8 @@ class OffsetTracker:
         return {tp: offset for tp, offset in offsets.items() if asked.get(tp) != offset}
 
     def ask(self, offsets: Mapping[TopicPartition, int]) -> None:
-        owned = self._owned
-        self._asked.update((tp, offset) for tp, offset in offsets.items() if tp in owned)
+        """``offsets`` (pending, so of owned partitions) were returned by a commit() call."""
+        self._asked.update(offsets)
 
     def unask(self, offsets: Mapping[TopicPartition, int]) -> None:
         for tp, offset in offsets.items():

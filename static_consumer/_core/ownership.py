@@ -144,7 +144,9 @@ def commit(
         fresh = offsets
     else:
         offsets = tracker.pending()
-        fresh = tracker.fresh(offsets)
+        # With no commit in flight or owed, nothing pending was returned before (a success is committed,
+        # a failure un-asked): the common case skips the look-up.
+        fresh = offsets if flight.sent is None and not flight.owed else tracker.fresh(offsets)
         if asynchronous and flight.sent is not None:  # sent already, owed only if newer
             offsets = {tp: o for tp, o in offsets.items() if flight.sent.get(tp) != o}
     if not asynchronous:
