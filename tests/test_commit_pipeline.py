@@ -309,6 +309,24 @@ def test_a_commit_whose_result_never_comes_blocks_no_synchronous_commit_and_no_c
     assert adapter.commits == [{tp(0): 3}, {tp(0): 4}]
 
 
+def test_a_commit_after_a_stall_with_one_in_flight_does_not_serve_the_client_and_raises_its_refusal() -> None:
+    # Serving the client first would report the loss (a Lose step here) and hide the refusal.
+    clock = FakeClock()
+    script = [Assign((tp(0),)), rec(0, 1), None, rec(0, 2), None, Lose((tp(0),)), CommitEnds()]
+    c, factory, _ = consumer(script, clock=clock)
+    with c:
+        adapter = factory.last
+        adapter.hold_commits = True
+        c.commit(c.consume(500, 0.1))  # in flight
+        batch = c.consume(500, 0.1)
+        clock.advance(30.0)  # a handler that blocked past the threshold
+        calls = len(adapter.calls)
+        adapter.commit_failures.append(REBALANCING)
+        with pytest.raises(CommitFailedError):
+            c.commit(batch)
+        assert adapter.calls[calls:] == ["commit"]  # no consume: the loss is not served first
+
+
 def test_a_commit_longer_than_the_stall_threshold_after_the_last_call_waits_for_the_broker() -> None:
     clock = FakeClock()
     c, factory, _ = consumer([Assign((tp(0),)), rec(0, 1), rec(0, 2)], clock=clock)

@@ -125,10 +125,14 @@ def commit(
     flight = session.commits
     if flight.sent is not None:
         settle(session)  # a result served by the last client call, not read yet
-    if asynchronous and (explicit and flight.sent is not None or _after_a_stall(session)):
+    stalled = _after_a_stall(session)
+    if asynchronous and (explicit and flight.sent is not None or stalled):
         # After a stall the member may have lost its partitions meanwhile: its answer, now.
         asynchronous = False
-    if not asynchronous and flight.sent is not None and end_in_flight is not None:
+    if not asynchronous and flight.sent is not None and end_in_flight is not None and not stalled:
+        # Not after a stall: serving the client first would report the loss the stall may have caused
+        # and hide the refusal this commit is there to raise; and the one in flight went over a stall
+        # threshold ago, time librdkafka had to answer or retry it.
         end_in_flight()  # may serve callbacks (a revoke, a fence raised by the poll path)
     adapter = session.adapter
     if adapter is None:
