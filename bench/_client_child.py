@@ -50,7 +50,14 @@ class Clock:
 
 
 def confluent(
-    bootstrap: str, topic: str, group: str, instance: str, count: int, *, same_settings: bool = False
+    bootstrap: str,
+    topic: str,
+    group: str,
+    instance: str,
+    count: int,
+    *,
+    same_settings: bool = False,
+    asynchronous: bool = False,
 ) -> dict[str, float]:
     from confluent_kafka import Consumer
 
@@ -81,7 +88,7 @@ def confluent(
             clock.add(len(msgs))
             for m in msgs:
                 size += len(m.value())
-            consumer.commit(asynchronous=False)
+            consumer.commit(asynchronous=asynchronous)
         return clock.result()
     finally:
         consumer.close()
@@ -178,6 +185,11 @@ def aiokafka(bootstrap: str, topic: str, group: str, instance: str, count: int) 
 CLIENTS: dict[str, Callable[[str, str, str, str, int], dict[str, float]]] = {
     "confluent-kafka": confluent,
     "confluent-kafka (library's settings)": lambda *a: confluent(*a, same_settings=True),
+    # For context, not a goal: librdkafka's own asynchronous commit, unordered and unchecked (the loop
+    # never learns of a failure, and two in flight can land out of order).
+    "confluent-kafka (library's settings, async commits)": lambda *a: confluent(
+        *a, same_settings=True, asynchronous=True
+    ),
     "StaticConsumer.consume": lambda *a: static_consumer(*a, batch=False),
     "StaticConsumer.consume_batch": lambda *a: static_consumer(*a, batch=True),
     "kafka-python": kafka_python,

@@ -7,11 +7,14 @@ member's restart-to-first-record.
 
 Clients, each with its own defaults: raw confluent-kafka (the idiomatic loop: ``consume(500, 1.0)``,
 ``m.value()``, ``commit(asynchronous=False)``), the same raw loop given the librdkafka defaults
-StaticConsumer changes ("confluent-kafka (library's settings)"), ``StaticConsumer.consume`` and
-``.consume_batch`` (``for r in ...: len(r.value)``, ``commit(records)``), kafka-python
-(``poll(max_records=500)``, ``commit()``) and aiokafka (``getmany(max_records=500)``, ``await commit()``).
-Every one is a static member (``group.instance.id`` / ``group_instance_id``, classic protocol:
-kafka-python and aiokafka have no KIP-848), reads every value and commits every batch synchronously.
+StaticConsumer changes ("confluent-kafka (library's settings)"), and for context the same with
+librdkafka's own ``commit(asynchronous=True)`` (unordered, its failures unseen: not a loop that keeps
+at-least-once's promises), ``StaticConsumer.consume`` and ``.consume_batch`` (``for r in ...:
+len(r.value)``, ``commit(records)``, which by default does not wait for the broker: see
+docs/semantics.md), kafka-python (``poll(max_records=500)``, ``commit()``) and aiokafka
+(``getmany(max_records=500)``, ``await commit()``). Every one is a static member (``group.instance.id`` /
+``group_instance_id``, classic protocol: kafka-python and aiokafka have no KIP-848), reads every value
+and commits every batch.
 
 A cell is a compression, a value size and optionally a record count (``none:100``: ``--records``
 uncompressed 100 B records; the 1 KiB cells default to 100,000, which kafka-python reads at about 5,000
@@ -51,6 +54,7 @@ CHILD = Path(__file__).with_name("_client_child.py")
 CLIENTS = [
     "confluent-kafka",
     "confluent-kafka (library's settings)",
+    "confluent-kafka (library's settings, async commits)",
     "StaticConsumer.consume",
     "StaticConsumer.consume_batch",
     "kafka-python",
@@ -156,13 +160,13 @@ def main() -> None:
     parser.add_argument("--cells", default=cells, help="compression:bytes[:records]")
     parser.add_argument("--passes", type=int, default=3)
     parser.add_argument("--restarts", type=int, default=5)
-    parser.add_argument("--clients", default=",".join(CLIENTS))
+    parser.add_argument("--clients", default=";".join(CLIENTS), help="names separated by ';'")
     parser.add_argument("--quick", action="store_true", help="a smoke run: 5,000 records, 1 pass, 1 restart")
     args = parser.parse_args()
     if args.quick:
         args.records, args.passes, args.restarts = 5000, 1, 1
         print("smoke run (--quick): checks the clients run; its numbers mean nothing")
-    clients = args.clients.split(",")
+    clients = [name.strip() for name in args.clients.split(";")]
     unknown = set(clients) - set(CLIENTS)
     if unknown:
         parser.error(f"unknown clients {sorted(unknown)}; known: {', '.join(CLIENTS)}")

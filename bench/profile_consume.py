@@ -7,7 +7,12 @@ Stages: the consume call (for StaticConsumer also the client's own ``consume()``
 is the wrapper's: turning messages into Records, its bookkeeping, and freeing the previous batch), the
 user's loop (every value read), and the commit. ``--cprofile`` adds a cProfile of one StaticConsumer
 pass. Thread CPU time, not wall time: what a wrapper adds to the consuming thread, whatever else the
-machine runs. The broker is KAFKA_BOOTSTRAP_SERVERS if set, else the embedded one (see docs/testing.md).
+machine runs. StaticConsumer's commit does not wait for the broker (librdkafka's asynchronous commit,
+its result served by the next consume on the consuming thread, while the raw loop commits synchronously),
+so the process's CPU per record over the same span is printed beside it ("process", librdkafka's threads
+included): the consuming thread's share alone could flatter it. Each round
+ends with the ratios to the raw loop of that round. The broker is KAFKA_BOOTSTRAP_SERVERS if set, else
+the embedded one (see docs/testing.md).
 """
 
 from __future__ import annotations
@@ -63,6 +68,7 @@ def raw(bootstrap: str, topic: str, count: int) -> tuple[dict[str, float], Colle
     consumer = raw_consumer(bootstrap, topic)
     stages = dict.fromkeys(("consume", "loop", "commit"), 0.0)
     collections, seen, size = Collections(), 0, 0
+    process = 0.0
     try:
         while seen < count:
             began = CLOCK()
@@ -72,6 +78,7 @@ def raw(bootstrap: str, topic: str, count: int) -> tuple[dict[str, float], Colle
                 continue
             if not seen:  # timed from the first batch on
                 gc.callbacks.append(collections)
+                process = time.process_time()
             else:
                 stages["consume"] += consumed - began
             for m in msgs:
@@ -82,10 +89,13 @@ def raw(bootstrap: str, topic: str, count: int) -> tuple[dict[str, float], Colle
             stages["commit"] += CLOCK() - looped
             seen += len(msgs)
     finally:
+        process = time.process_time() - process
         if collections in gc.callbacks:
             gc.callbacks.remove(collections)
         consumer.close()
-    return {k: v / seen * 1e9 for k, v in stages.items()}, collections
+    result = {k: v / seen * 1e9 for k, v in stages.items()}
+    result["process"] = process / seen * 1e9
+    return result, collections
 
 
 def wrapped(
@@ -101,6 +111,7 @@ def wrapped(
     stages = dict.fromkeys(("consume", "loop", "commit"), 0.0)
     collections, seen, size = Collections(), 0, 0
     client: TimedClient | None = None
+    process = 0.0
     with StaticConsumer(settings) as consumer:
         adapter: Any = consumer._session.adapter  # the ConfluentAdapter (a benchmark may look inside)
         try:
@@ -113,6 +124,7 @@ def wrapped(
                 if client is None:  # timed from the first batch on
                     client = adapter._consumer = TimedClient(adapter._consumer)
                     gc.callbacks.append(collections)
+                    process = time.process_time()
                     if profile is not None:
                         profile.enable()
                 else:
@@ -125,6 +137,7 @@ def wrapped(
                 stages["commit"] += CLOCK() - looped
                 seen += len(got)
         finally:
+            process = time.process_time() - process
             if profile is not None:
                 profile.disable()
             if client is not None:
@@ -132,14 +145,17 @@ def wrapped(
                 adapter._consumer = client.real
     result = {k: v / seen * 1e9 for k, v in stages.items()}
     result["of which the client's consume()"] = (client.spent if client else 0.0) / seen * 1e9
+    result["process"] = process / seen * 1e9
     return result, collections
 
 
-def show(name: str, got: tuple[dict[str, float], Collections]) -> None:
+def show(name: str, got: tuple[dict[str, float], Collections]) -> tuple[float, float]:
+    """Prints one pass; returns its consuming thread's and its process's CPU per record."""
     stages, collections = got
     total = stages["consume"] + stages["loop"] + stages["commit"]
     parts = ", ".join(f"{k} {v:.0f}" for k, v in stages.items())
     print(f"  {name:<26} {total:5.0f} ns/record: {parts}; collections by generation {collections.started}")
+    return total, stages["process"]
 
 
 def main() -> None:
@@ -156,9 +172,11 @@ def main() -> None:
         print(f"{args.records:,} records of 100 B, 6 partitions; consuming thread's CPU per record")
         for number in range(1, args.rounds + 1):
             print(f"round {number}:")
-            show("raw confluent-kafka", raw(bootstrap, topic, args.records))
-            show("StaticConsumer.consume", wrapped(bootstrap, topic, args.records, batches=False))
-            show("StaticConsumer.consume_batch", wrapped(bootstrap, topic, args.records, batches=True))
+            base = show("raw confluent-kafka", raw(bootstrap, topic, args.records))
+            for name, batches in (("consume", False), ("consume_batch", True)):
+                got = show(f"StaticConsumer.{name}", wrapped(bootstrap, topic, args.records, batches=batches))
+                thread, process = got[0] / base[0], got[1] / base[1]
+                print(f"    {name} / raw: consuming thread {thread:.2f}, process {process:.2f}")
         if args.cprofile:
             profile = cProfile.Profile()
             wrapped(bootstrap, topic, args.records, batches=args.cprofile == "batch", profile=profile)

@@ -42,7 +42,7 @@ import sys
 import time
 import uuid
 from collections.abc import Callable, Iterator
-from typing import Any
+from typing import Any, cast
 
 import pytest
 from _faults import (
@@ -57,6 +57,7 @@ from _faults import (
 )
 
 from static_consumer import BrokerUnavailableError, ConsumerSettings, State, StaticConsumer
+from static_consumer._core.confluent import ConfluentAdapter
 from static_consumer._core.seam import ConsumerAdapter
 from static_consumer.errors import EXIT_TEMPFAIL
 from static_consumer.settings._config import ConfigValue
@@ -255,14 +256,24 @@ def test_unreachable_bootstrap_servers_fail_start_with_a_retriable_error_after_t
         connect_timeout_s=bound_s,
     )
 
-    def no_client(config: dict[str, ConfigValue]) -> ConsumerAdapter:
-        raise AssertionError(f"a consumer client was created without a broker: {config}")
+    # The client is built while the capability gate asks the broker (issue 28: a restart reaches its
+    # first record sooner), so one may exist here; what must hold is that it never subscribes or is
+    # assigned anything (nothing joins before the gate passed) and is closed when the gate fails.
+    built: list[_Watched] = []
 
-    consumer = StaticConsumer(settings, adapter_factory=no_client)
+    def watched(config: dict[str, ConfigValue]) -> ConsumerAdapter:
+        built.append(_Watched(ConfluentAdapter(config)))
+        return cast(ConsumerAdapter, built[-1])
+
+    consumer = StaticConsumer(settings, adapter_factory=watched)
     began = time.monotonic()
     with pytest.raises(BrokerUnavailableError) as raised:
         consumer.start()
     elapsed = time.monotonic() - began
+    assert len(built) <= 1
+    for client in built:
+        assert not {"subscribe", "assign", "incremental_assign"} & set(client.calls), client.calls
+        assert "close" in client.calls, "the client built during the gate was left open"
 
     assert elapsed >= bound_s * 0.9, "gave up before connect_timeout_s instead of retrying"
     assert elapsed < bound_s + 30, "did not give up"
@@ -290,6 +301,25 @@ def test_unreachable_bootstrap_servers_fail_start_with_a_retriable_error_after_t
     )
     assert cli.returncode == EXIT_TEMPFAIL
     assert "BrokerUnavailableError" in cli.stderr and bootstrap in cli.stderr
+
+
+class _Watched:
+    """A real client whose method calls are recorded by name."""
+
+    def __init__(self, inner: ConfluentAdapter) -> None:
+        self.inner = inner
+        self.calls: list[str] = []
+
+    def __getattr__(self, name: str) -> Any:
+        attr = getattr(self.inner, name)
+        if not callable(attr):
+            return attr
+
+        def call(*args: Any, **kwargs: Any) -> Any:
+            self.calls.append(name)
+            return attr(*args, **kwargs)
+
+        return call
 
 
 OUTAGE_S = 6.0  # plus the broker's own start-up: well below SESSION_MS either way

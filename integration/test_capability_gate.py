@@ -70,7 +70,7 @@ def _assert_refused_before_joining(proc: ConsumerProcess, bootstrap: str, group:
     error = proc.wait_for_kind("error", timeout_s=1)
     assert (error["kind_of"], error["exit_code"]) == ("SessionTimeoutOutOfBoundsError", 78)
     assert bounds in error["reason"], error["reason"]  # read from the live broker, not assumed
-    # start() raised before the client existed: no "ready", and librdkafka never sent a JoinGroup.
+    # start() raised before the client subscribed: no "ready", and librdkafka never sent a JoinGroup.
     assert [e["kind"] for e in proc.events()] == ["error", "exit"]
     assert "INVALID_SESSION_TIMEOUT" not in proc.stderr_tail(200)
     assert list(describe_consumer_group(bootstrap, group).members) == []

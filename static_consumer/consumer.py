@@ -25,19 +25,34 @@ from static_consumer._core import ownership
 from static_consumer._core.join import JoinPlan, Prober, probe_broker
 from static_consumer._core.membership import remove_static_member
 from static_consumer._core.modes import mode_for
+from static_consumer._core.offsets import CommitFlight
 from static_consumer._core.ownership import Commitable
-from static_consumer._core.poll import accept, after_client_call, hand_out, handle_error, take_buffered
-from static_consumer._core.rejoin import open_group_watch
-from static_consumer._core.seam import ConsumerAdapter, GroupWatchFactory, PollError
+from static_consumer._core.poll import (
+    IN_FLIGHT_WAIT_S,
+    accept,
+    after_client_call,
+    end_in_flight,
+    hand_out,
+    handle_error,
+    take_buffered,
+)
+from static_consumer._core.seam import ConsumerAdapter, GroupWatch, GroupWatchFactory, PollError
 from static_consumer._core.session import AdapterFactory, MemberRemover, Session, State, Status
 from static_consumer._core.stall import guard
-from static_consumer.errors import ConsumerClosedError
+from static_consumer.errors import ConsumerClosedError, StaticConsumerError
 from static_consumer.events import Closed, Dispatcher, MembershipListener
 from static_consumer.settings import ConsumerSettings
 from static_consumer.settings._config import ConfigValue
 from static_consumer.types import Record, RecordBatch, RecordList, TopicPartition
 
 log = logging.getLogger(__name__)
+
+
+def _open_group_watch(settings: ConsumerSettings) -> GroupWatch:
+    """The default group watch, for a refused KIP-848 join only: its module is loaded then."""
+    from static_consumer._core.rejoin import open_group_watch
+
+    return open_group_watch(settings)
 
 
 def _confluent_adapter(config: dict[str, ConfigValue]) -> ConsumerAdapter:
@@ -76,7 +91,7 @@ class StaticConsumer:
             adapter_factory=adapter_factory or _confluent_adapter,
             probe=probe or probe_broker,
             remove_member=remove_member or remove_static_member,
-            group_watch=group_watch or open_group_watch,
+            group_watch=group_watch or _open_group_watch,
             stop=stop,
             sleep=sleep or stop.wait,  # interruptible by stop(), e.g. from a SIGTERM handler
             clock=clock,
@@ -85,13 +100,17 @@ class StaticConsumer:
     # -- lifecycle -----------------------------------------------------------------------------------
 
     def start(self) -> StaticConsumer:
-        """Resolve the identity, run the capability gate, then create the client and join the group."""
+        """Resolve the identity, run the capability gate (while the client connects), then join the group."""
         s = self._session
         if s.state is not State.NEW:
             self._require_usable()
             return self
-        s.plan = s.mode.plan(s.settings, s.env, s.probe)
-        s.mode.join(s)
+        try:
+            # The client is built while the gate runs (Session.connect); it subscribes only in join().
+            s.plan = s.mode.plan(s.settings, s.env, s.probe, s.connect)
+            s.mode.join(s)
+        finally:
+            s.drop_early()  # a gate that refused (or a plan with another config) leaves it unused
         return self
 
     def __enter__(self) -> StaticConsumer:
@@ -194,7 +213,7 @@ class StaticConsumer:
     def consume(self, max_records: int = 500, timeout: float = 1.0) -> list[Record]:
         """Up to ``max_records`` records within ``timeout``; same errors as :meth:`poll`."""
         adapter, s = self._require_usable(), self._session
-        records = take_buffered(s, max_records)
+        records = take_buffered(s, max_records) if s.buffer else []
         if len(records) < max_records:
             items = adapter.consume(max_records - len(records), 0.0 if records else timeout)
             after_client_call(s, adapter)
@@ -248,11 +267,41 @@ class StaticConsumer:
         self._require_usable()
         ownership.mark(self._session, record)
 
-    def commit(self, what: Commitable = None, *, asynchronous: bool = False) -> dict[TopicPartition, int]:
+    def commit(self, what: Commitable = None, *, asynchronous: bool = True) -> dict[TopicPartition, int]:
         """Commit processed offsets (``what`` None), a record, records or a RecordBatch (marked
-        processed first), or explicit next-offsets. Returns the offsets sent. Never commits after a fence."""
+        processed first), or explicit next-offsets. Never commits after a fence.
+
+        By default the commit does not wait for the broker (librdkafka's asynchronous commit; its result
+        is read in the next ``poll()``/``consume()``; at most one commit is in flight, a later one goes
+        once that one's result was read, so offsets never go backwards). It returns what it returned when
+        every commit waited: the offsets this call asks for that no earlier call did (``commit(batch)``:
+        the batch's next offsets, plus those of records processed since the last commit), whether sent
+        now or owed to the commit in flight; explicit offsets as given; an empty dict when nothing is
+        new. A failure is raised by a later call: the next ``commit()`` raises a refused or retriable one
+        as a synchronous commit would (``CommitFailedError``, ``RetriableError``), the next
+        ``poll()``/``consume()`` a fence. A revoke, ``close()`` and ``leave_group()`` commit everything
+        processed synchronously (the offsets in flight included), so a clean close leaves everything
+        processed committed.
+
+        ``asynchronous=False`` first waits (at most 5 s, serving the client on this thread; records it
+        returns meanwhile come with the next call) for the result of the commit in flight, then sends
+        every processed offset and waits for the broker's answer; it raises for a refused commit."""
         self._require_usable()
-        return ownership.commit(self._session, what, asynchronous=asynchronous)
+        return ownership.commit(
+            self._session, what, asynchronous=asynchronous, end_in_flight=self._end_in_flight
+        )
+
+    def _end_in_flight(self) -> None:
+        """Before a synchronous commit: the result of the commit in flight read first (bounded), so it
+        cannot land after this one; records served meanwhile come first on the next call."""
+        s = self._session
+        adapter = s.adapter
+        if adapter is None:
+            return
+        records = end_in_flight(s, adapter, IN_FLIGHT_WAIT_S)
+        if records and s.stall.checking:
+            records = guard(s, adapter, records, len(records))
+        s.buffer.extend(records)
 
     # -- closing -------------------------------------------------------------------------------------
 
@@ -268,6 +317,20 @@ class StaticConsumer:
             raise ConsumerClosedError("the consumer is closed")
         return self._shutdown(leave=True, timeout_s=timeout_s)
 
+    def _end_in_flight_on_close(self, adapter: ConsumerAdapter, bound_s: float) -> None:
+        """close(): the commit in flight ends before the last synchronous commit; the records served
+        meanwhile are not handed out (not processed, so not committed: the next owner reads them)."""
+        s = self._session
+        if s.commits.sent is None or not s.usable:
+            return
+        try:
+            dropped = end_in_flight(s, adapter, bound_s)
+        except StaticConsumerError as exc:  # a fence the result revealed: nothing more is committed
+            log.warning("while closing: %s", exc)
+            return
+        if dropped:
+            log.debug("closing: %d records fetched while the last commit ended, not handed out", len(dropped))
+
     def _shutdown(self, *, leave: bool, timeout_s: float | None) -> bool:
         s = self._session
         adapter = s.adapter
@@ -279,17 +342,22 @@ class StaticConsumer:
         left = False
         if s.usable and s.state is not State.CLOSING:
             s.move(State.CLOSING)  # the last commit, the revoke callbacks and leaving run in CLOSING
+        bound = s.settings.shutdown_timeout_s if timeout_s is None else timeout_s
         try:
+            # Synchronously, on this thread, once the commit in flight ended (bounded): it covers it.
+            began = s.clock()
+            self._end_in_flight_on_close(adapter, min(IN_FLIGHT_WAIT_S, bound / 2))
             ownership.commit_quietly(s, None, "processed offsets on close")
             # Still usable while closing: the revoke callback that close() runs commits what a listener
             # marked processed in on_revoked.
-            bound = s.settings.shutdown_timeout_s if timeout_s is None else timeout_s
-            left = s.mode.close(s, adapter, leave=leave, timeout_s=bound)
+            rest = max(bound - (s.clock() - began), bound / 2)
+            left = s.mode.close(s, adapter, leave=leave, timeout_s=rest)
             return left
         finally:
             s.move(State.CLOSED)
             s.adapter = None
             s.offsets.clear()
+            s.commits = CommitFlight()
             s.dispatch.emit(Closed(**s.event_fields(), left_group=left))
             log.info("closed (left group: %s)", left)
             s.dispatch.raise_pending()

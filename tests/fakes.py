@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from static_consumer._core.seam import AdapterError, PollError, RebalanceCallback
+from static_consumer._core.seam import AdapterError, CommitResult, PollError, RebalanceCallback
 from static_consumer._kafka.codes import (
     FATAL,
     FENCED_INSTANCE_ID,
@@ -124,7 +124,12 @@ class OutOfBand:
     error: PollError
 
 
-Step = Assign | Revoke | Lose | Freeze | OutOfBand | Record | PollError | None
+@dataclass(frozen=True)
+class CommitEnds:
+    """The broker's answer to the commit in flight arrives and this call serves it (on_commit)."""
+
+
+Step = Assign | Revoke | Lose | Freeze | OutOfBand | CommitEnds | Record | PollError | None
 
 
 @dataclass
@@ -151,6 +156,12 @@ class FakeAdapter:
     topic_read_failures: deque[PollError] = field(default_factory=deque)
     seeks: list[tuple[TopicPartition, int]] = field(default_factory=list)
     freeze: Callable[[float], object] | None = None  # what a Freeze step does (advance a fake clock)
+    # Commits that do not wait (begin_commit): what was begun, and whether one stays in flight until
+    # end_commit() (hold_commits: the real client serves its result in a later poll/consume).
+    begun: list[dict[TopicPartition, int]] = field(default_factory=list)
+    hold_commits: bool = False
+    _in_flight: dict[TopicPartition, int] | None = None
+    _result: CommitResult | None = None
     _callbacks: dict[str, RebalanceCallback] = field(default_factory=dict)
     _errors: list[PollError] = field(default_factory=list)
 
@@ -206,6 +217,8 @@ class FakeAdapter:
             elif isinstance(step, Freeze):
                 assert self.freeze is not None, "a Freeze step needs FakeFactory(freeze=...)"
                 self.freeze(step.seconds)
+            elif isinstance(step, CommitEnds):
+                self.end_commit()
             elif isinstance(step, OutOfBand):
                 self._errors.append(step.error)
                 return None
@@ -240,13 +253,37 @@ class FakeAdapter:
             return RecordBatch.from_records([item for item in items if isinstance(item, Record)])
         return items
 
-    def commit(self, offsets: Mapping[TopicPartition, int] | None, *, asynchronous: bool = False) -> None:
+    def commit(self, offsets: Mapping[TopicPartition, int] | None) -> None:
         self.calls.append("commit")
         if self.dead:
             raise AdapterError(PollError(FATAL, "_FATAL", "Commit failed: Local: Fatal error", True, False))
         if self.commit_failures:
             raise AdapterError(self.commit_failures.popleft())
         self.commits.append(dict(offsets or {}))
+
+    def begin_commit(self, offsets: Mapping[TopicPartition, int]) -> None:
+        """Commits at once (a commit that ends before anyone looks), unless ``hold_commits``: then it
+        stays in flight until :meth:`end_commit`."""
+        assert self._in_flight is None and self._result is None, "a second commit in flight"
+        self.begun.append(dict(offsets))
+        self._in_flight = dict(offsets)
+        if not self.hold_commits:
+            self.end_commit()
+
+    def end_commit(self) -> None:
+        """The commit in flight reaches the broker and its answer comes back."""
+        assert self._in_flight is not None, "no commit in flight"
+        offsets, self._in_flight = self._in_flight, None
+        try:
+            self.commit(offsets)
+        except AdapterError as exc:
+            self._result = CommitResult(offsets, exc.error)
+        else:
+            self._result = CommitResult(offsets, None)
+
+    def commit_result(self) -> CommitResult | None:
+        result, self._result = self._result, None
+        return result
 
     def committed(
         self, partitions: Sequence[TopicPartition], timeout: float

@@ -77,10 +77,10 @@ class SlowAdapter(FakeAdapter):
             pass
         return super().consume(max_records, timeout)
 
-    def commit(self, offsets: Any, *, asynchronous: bool = False) -> None:
+    def commit(self, offsets: Any) -> None:
         if self.log is not None:
             self.log.note("commit")
-        super().commit(offsets, asynchronous=asynchronous)
+        super().commit(offsets)
 
     def close(self) -> None:
         if self.log is not None:

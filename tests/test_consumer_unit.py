@@ -120,11 +120,32 @@ def test_static_member_uses_instance_id_from_pod_name() -> None:
         assert factory.last.calls[0] == "subscribe t"
 
 
-def test_gate_runs_before_the_client_exists() -> None:
-    c, factory, _ = consumer([], probe=lambda s: OLD)
+def test_gate_runs_before_the_client_subscribes() -> None:
+    probed: list[list[str]] = []
+
+    def probe(settings: ConsumerSettings) -> BrokerCapabilities:
+        probed.append(list(factory.last.calls))  # the client is built while the gate runs
+        return OLD
+
+    c, factory, _ = consumer([], probe=probe)
     with pytest.raises(StaticMembershipUnsupportedError):
         c.start()
-    assert factory.adapters == []  # nothing joined the group
+    assert probed == [[]]  # built, not subscribed, when the gate asked the broker
+    [early] = factory.adapters
+    assert early.calls == ["close"]  # never subscribed: nothing joined the group; closed
+
+
+def test_the_client_built_while_the_gate_runs_is_the_one_that_joins_when_the_plan_agrees() -> None:
+    c, factory, _ = consumer([Assign((tp(0),)), rec(0, 1)])
+    with c:
+        assert len(factory.adapters) == 1 and factory.last.calls[0] == "subscribe t"
+    warn, warn_factory, _ = consumer(
+        [], [], settings=make_settings(static_policy="warn", session_timeout_ms=10000), probe=lambda s: OLD
+    )
+    with warn:  # the gate decided dynamic: the early (static) client is closed, another one joins
+        early, joined = warn_factory.adapters
+        assert early.calls == ["close"] and "group.instance.id" in early.config
+        assert "group.instance.id" not in joined.config and joined.calls[0] == "subscribe t"
 
 
 def test_policy_warn_falls_back_to_dynamic_member(caplog: pytest.LogCaptureFixture) -> None:

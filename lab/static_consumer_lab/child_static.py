@@ -127,16 +127,18 @@ def block_if_asked(trigger: str | None, emit: Emit) -> None:
 
 
 class _Reporting(StaticConsumer):
-    """A StaticConsumer whose commits are also streamed (``committed`` with the offsets the broker took,
-    ``commit_deferred`` for a transient failure). Observation only: the loop that calls commit() is the
-    library's own (:func:`run_until_sigterm`'s BatchCommitter); a refused commit is streamed from its
-    ``CommitRefused`` event (``_Streamer``)."""
+    """A StaticConsumer whose commits are also streamed (``committed`` with the offsets sent, or owed to
+    the commit in flight, by the library's default commit, which does not wait for the broker; with
+    ``asynchronous=False`` the offsets the broker took; ``commit_deferred`` for a transient failure).
+    Observation only: the loop that calls commit() is the library's own (:func:`run_until_sigterm`'s
+    BatchCommitter), with the library's default; a refused commit is streamed from its ``CommitRefused``
+    event (``_Streamer``)."""
 
     def __init__(self, settings: ConsumerSettings, emit: Emit, **kwargs: Any) -> None:
         super().__init__(settings, **kwargs)
         self._emit = emit
 
-    def commit(self, what: Commitable = None, *, asynchronous: bool = False) -> dict[TopicPartition, int]:
+    def commit(self, what: Commitable = None, *, asynchronous: bool = True) -> dict[TopicPartition, int]:
         called = time.time()
         try:
             sent = super().commit(what, asynchronous=asynchronous)

@@ -42,7 +42,7 @@ from typing import Any, cast
 
 import confluent_kafka
 
-from static_consumer._core.seam import AdapterError, PollError, RebalanceCallback
+from static_consumer._core.seam import AdapterError, CommitResult, PollError, RebalanceCallback
 from static_consumer._kafka.codes import (
     FATAL,
     FENCED_INSTANCE_ID,
@@ -196,6 +196,7 @@ class ConfluentAdapter:
         self._errors: list[PollError] = []
         cfg: dict[str, Any] = dict(config)
         cfg["error_cb"] = self._on_error
+        cfg["on_commit"] = self._on_commit  # the result of begin_commit, served by poll/consume
         cfg["logger"] = LIBRDKAFKA_LOGGER
         try:
             self._consumer = confluent_kafka.Consumer(cfg)
@@ -207,6 +208,8 @@ class ConfluentAdapter:
         # messages of the old one until its rebalance runs.
         self._sources: set[str] = set()
         self._topic: str | None = None
+        self._in_flight: dict[TopicPartition, int] | None = None  # the offsets begin_commit sent
+        self._result: CommitResult | None = None
 
     def _reading(self, topics: Iterable[str]) -> None:
         self._sources.update(topics)
@@ -280,26 +283,47 @@ class ConfluentAdapter:
     def consume_batch(self, max_records: int, timeout: float) -> RecordBatch | list[Record | PollError]:
         return _convert(self._consumer.consume(max_records, timeout), self._topic)
 
-    def commit(self, offsets: Mapping[TopicPartition, int] | None, *, asynchronous: bool = False) -> None:
-        parts = None
-        if offsets is not None:
-            parts = [confluent_kafka.TopicPartition(tp.topic, tp.partition, o) for tp, o in offsets.items()]
+    def commit(self, offsets: Mapping[TopicPartition, int] | None) -> None:
         try:
-            if asynchronous:
-                if parts is None:
-                    self._consumer.commit(asynchronous=True)
-                else:
-                    self._consumer.commit(offsets=parts, asynchronous=True)
-                return
-            if parts is None:
+            if offsets is None:
                 result = self._consumer.commit(asynchronous=False)
             else:
+                new = confluent_kafka.TopicPartition
+                parts = [new(tp.topic, tp.partition, offset) for tp, offset in offsets.items()]
                 result = self._consumer.commit(offsets=parts, asynchronous=False)
         except confluent_kafka.KafkaException as exc:
             raise _raise(exc) from None
         for part in result:
             if part.error is not None:
                 raise AdapterError(poll_error(part.error))
+
+    def begin_commit(self, offsets: Mapping[TopicPartition, int]) -> None:
+        # librdkafka's asynchronous commit: it reports to the consumer's queue, which this thread's next
+        # poll()/consume() serves (on_commit). No thread of our own: confluent-kafka (2.16) lets one
+        # thread at a time into a Consumer (re-entrant calls from its callbacks excepted), so a commit
+        # on another thread would wait for every poll in progress, a revoke inside one included.
+        # Only asynchronous commits call on_commit (a synchronous one has its own result callback).
+        new = confluent_kafka.TopicPartition
+        parts = [new(tp.topic, tp.partition, offset) for tp, offset in offsets.items()]
+        try:
+            self._consumer.commit(offsets=parts, asynchronous=True)
+        except confluent_kafka.KafkaException as exc:
+            raise _raise(exc) from None
+        self._in_flight, self._result = dict(offsets), None
+
+    def _on_commit(
+        self, err: confluent_kafka.KafkaError | None, parts: list[confluent_kafka.TopicPartition]
+    ) -> None:
+        sent, self._in_flight = self._in_flight, None
+        if sent is None:
+            return  # none of ours in flight (the core begins one at a time)
+        if err is None:
+            err = next((p.error for p in parts if p.error is not None), None)
+        self._result = CommitResult(sent, None if err is None else poll_error(err))
+
+    def commit_result(self) -> CommitResult | None:
+        result, self._result = self._result, None
+        return result
 
     def committed(
         self, partitions: Sequence[TopicPartition], timeout: float

@@ -2,8 +2,10 @@
 the client built from it, and what the coordinator still holds for this instance id.
 
 The mode makes the plan (``Mode.plan``): a group member through :func:`plan_membership`, an ordinal
-consumer its own way; both start from :func:`prepare`. Planning runs before any librdkafka consumer
-exists, so a consumer that cannot be static (under policy 'require') never joins the group at all.
+consumer its own way; both start from :func:`prepare`. The client of the likely plan is built while the
+gate asks the broker (``connect``: librdkafka connects and reads the cluster's metadata meanwhile), but
+nothing subscribes or assigns before the plan is made, so a consumer that cannot be static (under policy
+'require') never joins the group at all, and never sends a JoinGroup with an instance id.
 """
 
 from __future__ import annotations
@@ -32,6 +34,8 @@ from static_consumer.settings._config import ConfigValue, consumer_config
 log = logging.getLogger(__name__)
 
 Prober = Callable[[ConsumerSettings], BrokerCapabilities]
+# Builds the client for a config the plan will most likely end with, before the probe (Session.connect).
+Connect = Callable[[dict[str, ConfigValue]], object]
 HeldLookup = Callable[[], HeldAssignment | None]
 
 
@@ -60,10 +64,19 @@ class JoinPlan:
 
 
 def prepare(
-    settings: ConsumerSettings, env: Mapping[str, str], probe: Prober, *, identity_optional: bool
+    settings: ConsumerSettings,
+    env: Mapping[str, str],
+    probe: Prober,
+    *,
+    identity_optional: bool,
+    likely: Callable[[Identity | None], dict[str, ConfigValue]] | None = None,
+    connect: Connect | None = None,
 ) -> tuple[Identity | None, BrokerCapabilities]:
-    """What every join plan starts from: :func:`check_locally`, then the broker's capabilities."""
+    """What every join plan starts from: :func:`check_locally`, then the broker's capabilities. With
+    ``connect``, the client of the ``likely`` config is built before the probe runs."""
     identity = check_locally(settings, env, identity_optional=identity_optional)
+    if connect is not None and likely is not None:
+        connect(likely(identity))
     return identity, probe(settings)
 
 
@@ -80,11 +93,20 @@ def check_locally(
     return identity
 
 
-def plan_membership(settings: ConsumerSettings, env: Mapping[str, str], probe: Prober) -> JoinPlan:
+def plan_membership(
+    settings: ConsumerSettings, env: Mapping[str, str], probe: Prober, connect: Connect | None = None
+) -> JoinPlan:
     """The plan of a group member: the capability gate's static decision and the client config with (or
-    without) the instance id. Logs the gate's warnings."""
+    without) the instance id. Logs the gate's warnings. ``connect`` builds the client of the likely
+    plan (static when the pod has an identity and the policy allows it) while the gate runs."""
+
+    def likely(identity: Identity | None) -> dict[str, ConfigValue]:
+        static = identity is not None and settings.static_policy != "dynamic"
+        return consumer_config(settings, identity.instance_id if static and identity else None)
+
     # A dynamic member needs no instance id.
-    identity, caps = prepare(settings, env, probe, identity_optional=settings.static_policy == "dynamic")
+    optional = settings.static_policy == "dynamic"
+    identity, caps = prepare(settings, env, probe, identity_optional=optional, likely=likely, connect=connect)
     decision = decide(settings, caps)
     for warning in decision.warnings:
         log.warning("%s", warning)
@@ -182,6 +204,7 @@ def _ask(settings: ConsumerSettings, instance_id: str) -> HeldAssignment | None:
 
 
 __all__ = [
+    "Connect",
     "HeldLookup",
     "JoinPlan",
     "Prober",

@@ -21,8 +21,7 @@ from typing import ClassVar
 
 from static_consumer._core import ownership
 from static_consumer._core.failures import commit_error, protocol_mismatch_error
-from static_consumer._core.join import JoinPlan, Prober, held_lookup, plan_membership
-from static_consumer._core.rejoin import wait_for_release
+from static_consumer._core.join import Connect, JoinPlan, Prober, held_lookup, plan_membership
 from static_consumer._core.seam import AdapterError, ConsumerAdapter, PollError, close_bounded
 from static_consumer._core.session import Session, State
 from static_consumer._core.stall import UNKNOWN_SESSION_MS, threshold_s
@@ -50,8 +49,14 @@ class GroupMode:
     def __init__(self) -> None:
         self.topics: TopicWatch | None = None  # from the first join on, across client replacements
 
-    def plan(self, settings: ConsumerSettings, env: Mapping[str, str], probe: Prober) -> JoinPlan:
-        return plan_membership(settings, env, probe)
+    def plan(
+        self,
+        settings: ConsumerSettings,
+        env: Mapping[str, str],
+        probe: Prober,
+        connect: Connect | None = None,
+    ) -> JoinPlan:
+        return plan_membership(settings, env, probe, connect)
 
     def join(self, session: Session) -> None:
         if self.topics is None:
@@ -218,6 +223,8 @@ class ConsumerMode(GroupMode):
             return standing_by(
                 session, error, partial(self._replace_client, session), handle, try_every_s=TRY_S
             )
+        from static_consumer._core.rejoin import wait_for_release  # only a refused join waits: loaded then
+
         wait_for_release(session, error, partial(self._replace_client, session), handle)
         return True
 

@@ -14,7 +14,6 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 
 from static_consumer._core.membership import ClassicMode, ConsumerMode
-from static_consumer._core.ordinal import OrdinalMode
 from static_consumer._core.session import Mode
 from static_consumer.settings import ConsumerSettings
 
@@ -24,6 +23,10 @@ _MEMBERSHIP: Mapping[str, Callable[[], Mode]] = {"classic": ClassicMode, "consum
 def mode_for(settings: ConsumerSettings) -> Mode:
     """The mode ``settings.assignment_mode`` (and, for a group member, ``settings.protocol``) asks for."""
     if settings.assignment_mode == "ordinal":
+        # Imported here: its planner (assignors) and retry policies (tenacity) are not on a group
+        # member's way to its first record.
+        from static_consumer._core.ordinal import OrdinalMode
+
         return OrdinalMode()
     return _MEMBERSHIP[settings.protocol]()
 

@@ -30,7 +30,7 @@ from typing import TypeVar
 from assignors import ordinal_plan
 from static_consumer._core import ownership
 from static_consumer._core.failures import commit_error, fatal_error, is_transient
-from static_consumer._core.join import JoinPlan, Prober, prepare
+from static_consumer._core.join import Connect, JoinPlan, Prober, prepare
 from static_consumer._core.seam import AdapterError, ConsumerAdapter, PollError, close_bounded
 from static_consumer._core.session import Session, State
 from static_consumer._core.topics import TopicWatch
@@ -220,14 +220,24 @@ class OrdinalMode:
         self.assignment: OrdinalAssignment | None = None
         self.topics: TopicWatch | None = None
 
-    def plan(self, settings: ConsumerSettings, env: Mapping[str, str], probe: Prober) -> JoinPlan:
+    def plan(
+        self,
+        settings: ConsumerSettings,
+        env: Mapping[str, str],
+        probe: Prober,
+        connect: Connect | None = None,
+    ) -> JoinPlan:
         """No group membership at all, so nothing static to decide and no session bounds to check. No
         group.instance.id either: an OffsetCommit carrying one is fenced (fatally) whenever a member with
-        that id is in the group, and a non-member has no use for it. The pod name must give an ordinal."""
-        identity, caps = prepare(settings, env, probe, identity_optional=False)
+        that id is in the group, and a non-member has no use for it. The pod name must give an ordinal.
+        The config is known before the probe, so ``connect`` builds its client while the probe runs."""
+        config = consumer_config(settings, None)
+        identity, caps = prepare(
+            settings, env, probe, identity_optional=False, likely=lambda _identity: config, connect=connect
+        )
         decision = StaticDecision(False, ("assignment_mode='ordinal': manual assignment, no group join",))
         log.info("consuming for group %r by ordinal, without joining it", settings.group_id)
-        return JoinPlan(identity, caps, decision, consumer_config(settings, None))
+        return JoinPlan(identity, caps, decision, config)
 
     def join(self, session: Session) -> None:
         """Plan and assign this pod's slice on a new client; a failed start closes the client (bounded),

@@ -5,18 +5,43 @@ exceptions are collected by the dispatcher and re-raised by the consumer after t
 (raising inside librdkafka's callback would leave the rebalance half done). Offsets are committed only
 for records the application processed, only for partitions this member owns, and never once the session
 is fenced or failed.
+
+A commit does not wait for the broker unless asked to (``commit(asynchronous=False)``): it is
+librdkafka's own asynchronous commit (``ConsumerAdapter.begin_commit``), whose result the client hands
+back inside the consuming thread's next poll/consume. There is no thread of the library's own:
+confluent-kafka lets one thread at a time into a consumer handle, so a commit on another thread would
+wait for every poll in progress, and a revoke callback waiting for that commit inside a poll would never
+see it end. At most one such commit is in flight (``CommitFlight``): a commit asked for meanwhile is
+owed and goes, with everything processed by then, once the result of the one in flight was read
+(:func:`settle`, after every client call on the poll path and in every commit), so librdkafka's own
+retries of a failed OffsetCommit cannot make two of them land out of order. A failure is raised by the
+next ``commit()``, a fatal one (a fence) by the poll path at once.
+
+Whatever must know that its commit reached the broker (a revoke, ``close()``, the stall guard,
+``commit(asynchronous=False)``) commits synchronously on the calling thread: it sends every processed
+offset, those in flight included, so it supersedes that commit, whose result is then dropped when it
+comes (:func:`supersede`). Outside a rebalance callback it first waits (bounded) for that result, driving
+the client (``poll.end_in_flight``; no owed commit goes meanwhile), so a retry of the one in flight by
+librdkafka cannot land after it. A revoke cannot: a poll nested in confluent-kafka's rebalance callback
+clears the call state the outer poll needs for its next callback. There, only such a retry (after a
+retriable error answer) could land after the revoke's commit, moving a committed offset back by less
+than a batch: records delivered again, never lost.
+
+``commit()`` returns what it returned when every commit waited: the offsets no earlier call returned
+(``OffsetTracker.fresh``), not everything sent or owed.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from typing import NoReturn
 
 from static_consumer._core.failures import ends_session, recover_or_die, scrubbed
-from static_consumer._core.seam import AdapterError, PollError
+from static_consumer._core.seam import AdapterError, ConsumerAdapter, PollError
 from static_consumer._core.session import Session, State
 from static_consumer._kafka.codes import name_of
-from static_consumer.errors import CommitFailedError
+from static_consumer.errors import CommitFailedError, StaticConsumerError
 from static_consumer.events import Assigned, CommitRefused, Lost, Revoked
 from static_consumer.types import Record, RecordBatch, RecordList, TopicPartition
 
@@ -46,7 +71,10 @@ def revoked(session: Session, partitions: list[TopicPartition]) -> None:
 
 def lost(session: Session, partitions: list[TopicPartition]) -> None:
     """Partitions lost without a rebalance (session timed out, max.poll.interval.ms exceeded)."""
-    session.offsets.remove(partitions)  # another member may own them already: never commit them
+    # Another member may own them already: never commit them. A commit in flight was sent while they were
+    # ours (the broker takes or refuses it by the member's generation); its answer no longer counts for
+    # them (OffsetTracker.committed).
+    session.offsets.remove(partitions)
     _forget(session, partitions, lost=True)
     log.warning(
         "lost %s without committing (session timed out or max_poll_interval_ms exceeded); records "
@@ -62,50 +90,229 @@ def mark(session: Session, record: Record) -> None:
         log.debug("ignoring processed %s@%d: partition not assigned", record.topic_partition, record.offset)
 
 
-def commit(session: Session, what: Commitable, *, asynchronous: bool) -> dict[TopicPartition, int]:
+def commit(
+    session: Session,
+    what: Commitable,
+    *,
+    asynchronous: bool,
+    end_in_flight: Callable[[], object] | None = None,
+) -> dict[TopicPartition, int]:
     """Commit processed offsets (``what`` None), a record, records or a batch (marked processed first),
-    or explicit next-offsets. Returns the offsets sent; raises for a refused commit (see the mode)."""
+    or explicit next-offsets.
+
+    Returns what it returned when every commit waited: the offsets this call asked for that no earlier
+    call did (a batch's next offsets, and those of records processed since the last commit), whether
+    they were sent now, are owed to the commit in flight, or went synchronously together with the offsets
+    of the commit in flight; explicit offsets as given. Offsets of a commit that failed count as not
+    asked for (the next call sends and returns them again).
+
+    Asynchronous: raises the failure of a commit whose result was read since the last call (see the
+    mode), after this call's offsets were sent or owed all the same (a fence or a missing ACL: before,
+    and nothing is sent). Explicit offsets while a commit is in flight go synchronously (they need not be
+    higher than the ones in flight, and must not be overtaken by them). Synchronous: first
+    ``end_in_flight`` (drives the client until the result of the commit in flight was read, bounded), so
+    a retry of that one cannot land after this one; then waits for the broker; raises for a refused
+    commit."""
     if session.adapter is None:
         raise RuntimeError("static_consumer bug: commit without a client")
+    explicit = isinstance(what, Mapping)
     if isinstance(what, Mapping):
         offsets = dict(what)
+    elif isinstance(what, RecordBatch | RecordList):  # they know their highest offsets
+        _ignored(session.offsets.mark_highest(what.highest_offsets()))
     else:
-        if isinstance(what, RecordBatch | RecordList):  # they know their highest offsets
-            ignored = session.offsets.mark_highest(what.highest_offsets())
-        else:
-            ignored = session.offsets.mark_all([what] if isinstance(what, Record) else what or ())
-        if ignored:
-            log.debug("ignoring processed records of partitions not assigned: %s", ignored)
-        offsets = session.offsets.pending()
-    if not offsets:
-        return {}
-    try:
-        session.adapter.commit(offsets, asynchronous=asynchronous)
-    except AdapterError as exc:
-        if ends_session(exc.error):
-            # Raises unless the client was replaced (it had lost its own session): then the partitions
-            # were reported lost and this commit is simply refused. A missing ACL (revoked while the
-            # consumer ran) ends the session too: every later commit would be refused the same way.
-            recover_or_die(session, exc.error, _no_other_errors)
-        error = scrubbed(session.settings, exc.error)
-        refusal = session.mode.commit_error(error, offsets)
-        if isinstance(refusal, CommitFailedError):  # not a transient failure: said once, as an event
-            refused = tuple(sorted(offsets.items()))
-            name = error.name if error.cause is None else name_of(error.cause)  # a _FATAL says its cause
-            session.dispatch.emit(
-                CommitRefused(**session.event_fields(), offsets=refused, error=name, reason=error.reason)
-            )
-        raise refusal from None
+        _ignored(session.offsets.mark_all([what] if isinstance(what, Record) else what or ()))
+    flight = session.commits
+    if flight.sent is not None:
+        settle(session)  # a result served by the last client call, not read yet
+    stalled = _after_a_stall(session)
+    if asynchronous and (explicit and flight.sent is not None or stalled):
+        # After a stall the member may have lost its partitions meanwhile: its answer, now.
+        asynchronous = False
+    if not asynchronous and flight.sent is not None and end_in_flight is not None and not stalled:
+        # Not after a stall: serving the client first would report the loss the stall may have caused
+        # and hide the refusal this commit is there to raise; and the one in flight went over a stall
+        # threshold ago, time librdkafka had to answer or retry it.
+        end_in_flight()  # may serve callbacks (a revoke, a fence raised by the poll path)
+    adapter = session.adapter
+    if adapter is None:
+        raise RuntimeError("static_consumer bug: commit without a client")
+    if flight.failed is not None:  # a fence or a missing ACL an earlier commit met: raised, nothing sent
+        failed, flight.failed = flight.failed, None
+        _raise_failure(session, *failed)
+    # An earlier commit's refusal: raised once this call's own offsets went (a synchronous commit sends
+    # those offsets again and reports its own outcome instead).
+    refusal, flight.refusal = flight.refusal, None
+    tracker = session.offsets
+    if explicit:
+        fresh = offsets
+    else:
+        offsets = tracker.pending()
+        # With no commit in flight or owed, nothing pending was returned before (a success is committed,
+        # a failure un-asked): the common case skips the look-up.
+        fresh = offsets if flight.sent is None and not flight.owed else tracker.fresh(offsets)
+        if asynchronous and flight.sent is not None:  # sent already, owed only if newer
+            offsets = {tp: o for tp, o in offsets.items() if flight.sent.get(tp) != o}
     if not asynchronous:
-        session.offsets.committed(offsets)
-    return offsets
+        if offsets:
+            supersede(session)
+            try:
+                adapter.commit(offsets)
+            except AdapterError as exc:
+                tracker.unask(offsets)
+                _raise_failure(session, exc.error, offsets)
+            tracker.committed(offsets)
+        return fresh
+    if offsets and flight.sent is not None:
+        flight.owed = True
+        tracker.ask(fresh)
+    elif offsets:
+        tracker.ask(fresh)
+        _begin(session, adapter, offsets)
+        settle(session)  # one that ended at once (a fake client) is reported at once
+        if flight.failed is not None:
+            failed, flight.failed = flight.failed, None
+            _raise_failure(session, *failed)
+        refusal, flight.refusal = refusal or flight.refusal, None
+    if refusal is not None:
+        raise refusal
+    return fresh
+
+
+def settle(session: Session) -> bool:
+    """Read the result of the commit in flight, if the client has served it: a success counts as
+    committed for the partitions still owned since it was sent; a failure is kept (:func:`_failed`; its
+    offsets stay pending: the next commit, or close, sends them again); the result of a superseded
+    commit counts for nothing. Never raises. True when no commit is in flight any more."""
+    flight = session.commits
+    if flight.sent is None:
+        return True
+    if flight.client is not session.adapter:  # the client was replaced: its commit went with it
+        session.offsets.unask(flight.sent)
+        flight.sent, flight.owed, flight.superseded = None, False, False
+        return True
+    adapter = session.adapter
+    result = None if adapter is None else adapter.commit_result()
+    if result is None:
+        return False
+    flight.sent = None
+    if flight.superseded:  # a synchronous commit sent its offsets, or newer ones, since
+        flight.superseded = False
+    elif result.error is None:
+        session.offsets.committed(result.offsets, sent_at=flight.sent_at)
+        flight.refusal = None  # what failed before went with this one
+    else:
+        _failed(session, result.error, result.offsets)
+    return True
+
+
+def _failed(session: Session, error: PollError, offsets: Mapping[TopicPartition, int]) -> None:
+    """Keep the failure of a commit that did not wait: one that ends the session (a fence, a missing
+    ACL) for the poll path or the next commit to raise; any other is said now (a refusal is a
+    ``CommitRefused`` event at once) and raised by the next ``commit()``."""
+    error = scrubbed(session.settings, error)
+    session.offsets.unask(offsets)  # sent (and returned) again by the next commit
+    if ends_session(error):
+        session.commits.failed = (error, offsets)
+    else:
+        session.commits.refusal = _refusal(session, error, offsets)
+
+
+def supersede(session: Session) -> None:
+    """Before a synchronous commit of every processed offset: the commit in flight (if any) is covered
+    by it, so its result, when the client serves it, counts for nothing (a failure of it is not raised
+    either). It still counts as in flight until then: nothing asynchronous is sent before."""
+    flight = session.commits
+    if flight.sent is not None:
+        flight.superseded = True
+
+
+def pump(session: Session) -> None:
+    """After each client call on the poll path: read the result of the commit in flight, send an owed
+    commit, and raise a failure that ends the session at once (a fence found by a commit: nothing more
+    is handed out)."""
+    flight = session.commits
+    if flight.sent is not None:
+        settle(session)
+    if (
+        flight.owed
+        and flight.sent is None
+        and not flight.holding
+        and flight.failed is None
+        and session.usable
+    ):
+        flight.owed = False
+        owed = session.offsets.pending()
+        if owed and session.adapter is not None:
+            _begin(session, session.adapter, owed)
+    if flight.failed is not None:
+        error, offsets = flight.failed
+        flight.failed = None
+        recover_or_die(session, error, _no_other_errors)
+        # The client was replaced (it had lost its own session): the next commit() says it was refused.
+        flight.refusal = _refusal(session, error, offsets)
+
+
+def _begin(session: Session, adapter: ConsumerAdapter, offsets: Mapping[TopicPartition, int]) -> None:
+    """Send ``offsets`` without waiting; a client that refuses at once (a fence it knows of already)
+    leaves the failure for the caller to raise."""
+    flight = session.commits
+    try:
+        adapter.begin_commit(offsets)
+    except AdapterError as exc:
+        _failed(session, exc.error, dict(offsets))
+        return
+    flight.sent, flight.sent_at, flight.client = offsets, session.offsets.version, adapter
+    flight.owed = flight.superseded = False
+
+
+def _raise_failure(session: Session, error: PollError, offsets: Mapping[TopicPartition, int]) -> NoReturn:
+    if ends_session(error):
+        # Raises unless the client was replaced (it had lost its own session): then the partitions
+        # were reported lost and this commit is simply refused. A missing ACL (revoked while the
+        # consumer ran) ends the session too: every later commit would be refused the same way.
+        recover_or_die(session, error, _no_other_errors)
+    raise _refusal(session, error, offsets) from None
+
+
+def _refusal(
+    session: Session, error: PollError, offsets: Mapping[TopicPartition, int]
+) -> StaticConsumerError:
+    """The exception for a failed commit; a refusal (not a transient failure) is said once, as an event."""
+    error = scrubbed(session.settings, error)
+    refusal = session.mode.commit_error(error, offsets)
+    if isinstance(refusal, CommitFailedError):
+        refused = tuple(sorted(offsets.items()))
+        name = error.name if error.cause is None else name_of(error.cause)  # a _FATAL says its cause
+        session.dispatch.emit(
+            CommitRefused(**session.event_fields(), offsets=refused, error=name, reason=error.reason)
+        )
+    return refusal
+
+
+def _after_a_stall(session: Session) -> bool:
+    """Whether this commit comes longer than the stall guard's threshold after the last client call
+    returned (a handler that blocked, a paused process): then it waits for the broker, so that a refusal
+    (the partitions moved meanwhile) is raised by this commit rather than the next."""
+    watch = session.stall
+    return watch.threshold_s is not None and session.clock() - watch.last_return > watch.threshold_s
+
+
+def _ignored(partitions: list[TopicPartition]) -> None:
+    if partitions:
+        log.debug("ignoring processed records of partitions not assigned: %s", partitions)
 
 
 def commit_quietly(session: Session, partitions: Sequence[TopicPartition] | None, what: str) -> None:
-    """Commit processed offsets, logging (not raising) a failure: used where raising cannot help."""
-    offsets = session.offsets.pending(partitions)
-    if not offsets or not session.usable or session.adapter is None:
+    """Commit processed offsets synchronously on the calling thread (superseding the commit in flight),
+    logging (not raising) a failure: used where raising cannot help (a revoke, close)."""
+    if not session.usable or session.adapter is None:
         return
+    settle(session)  # a result served already counts
+    offsets = session.offsets.pending(partitions)
+    if not offsets:
+        return
+    supersede(session)
     try:
         session.adapter.commit(offsets)
     except AdapterError as exc:
@@ -139,4 +346,15 @@ def _names(partitions: Sequence[TopicPartition]) -> str:
     return ", ".join(map(str, sorted(partitions)))
 
 
-__all__ = ["Commitable", "assigned", "commit", "commit_quietly", "lost", "mark", "revoked"]
+__all__ = [
+    "Commitable",
+    "assigned",
+    "commit",
+    "commit_quietly",
+    "lost",
+    "mark",
+    "pump",
+    "revoked",
+    "settle",
+    "supersede",
+]

@@ -10,8 +10,10 @@ would be lost).
 from __future__ import annotations
 
 import logging
+import math
 
 from static_consumer._core.failures import check_token, ends_session, recover_or_die, scrubbed
+from static_consumer._core.ownership import pump, settle
 from static_consumer._core.seam import ConsumerAdapter, PollError
 from static_consumer._core.session import Session
 from static_consumer._kafka.codes import ErrorKind
@@ -19,15 +21,62 @@ from static_consumer.types import Record, RecordBatch
 
 log = logging.getLogger(__name__)
 
+IN_FLIGHT_WAIT_S = 5.0  # how long a synchronous commit waits for the one in flight to end
+SERVE_CALL_S = 0.005  # one short client call while waiting for it
+
+
+def end_in_flight(session: Session, adapter: ConsumerAdapter, bound_s: float) -> list[Record]:
+    """Before a synchronous commit: drive the client (short consume calls on this thread, which serve
+    librdkafka's queue and so the on_commit result) until the result of the commit in flight was read,
+    for at most ``bound_s``. librdkafka retries an OffsetCommit that met a retriable error; had the
+    synchronous one been sent first, such a retry could land after it and move a committed offset back.
+    No owed commit is sent meanwhile. Returns the records those calls returned, for the caller to keep
+    (or drop when closing). Never from inside a rebalance callback (see docs/semantics.md)."""
+    flight, watch = session.commits, session.stall
+    held: list[tuple[int, Record]] = []
+    if flight.sent is None or settle(session):
+        return []
+    clock = session.clock
+    deadline = clock() + bound_s
+    flight.holding = True
+    try:
+        for _ in range(math.ceil(bound_s / SERVE_CALL_S)):  # bounded also on a clock that stands still
+            if flight.sent is None or session.adapter is not adapter or clock() >= deadline:
+                break
+            items = adapter.consume(500, SERVE_CALL_S)
+            after_client_call(session, adapter)
+            held.extend((watch.calls, record) for record in accept(session, items, []))
+    finally:
+        flight.holding = False
+    if flight.sent is not None and session.adapter is adapter:
+        log.warning(
+            "the commit in flight did not end within %.1fs; committing synchronously without it (if "
+            "librdkafka retries it later, a committed offset can move back: records delivered again)",
+            bound_s,
+        )
+    # A revoke or loss while waiting: records of those partitions fetched before it are not ours (their
+    # next owner, maybe this member again from the committed offset, reads them).
+    owned = session.offsets.owned
+    return [
+        record
+        for call, record in held
+        if record.topic_partition in owned and call >= watch.touched.get(record.topic_partition, 0)
+    ]
+
 
 def after_client_call(session: Session, adapter: ConsumerAdapter) -> None:
     """The time of the return (for the stall guard), the mode's poll work, the errors the client
-    reported out of band (librdkafka's error_cb), then whether the client can still log in."""
+    reported out of band (librdkafka's error_cb), whether the client can still log in, then the commit
+    in flight: its end read (a fatal failure raised), an owed commit sent."""
     session.stall.returned(session.clock())
     session.mode.on_poll(session, adapter)
     for error in adapter.take_errors():
         handle_error(session, error)
-    check_token(session)  # OAUTHBEARER: the last token expired while the provider kept failing
+    if session.tokens is not None:
+        check_token(session)  # OAUTHBEARER: the last token expired while the provider kept failing
+    commits = session.commits
+    if commits.sent is not None or commits.owed or commits.failed is not None:
+        pump(session)
 
 
 def handle_error(session: Session, error: PollError) -> bool:
@@ -94,4 +143,12 @@ def take_buffered(session: Session, max_records: int) -> list[Record]:
     return records
 
 
-__all__ = ["accept", "after_client_call", "hand_out", "handle_error", "take_buffered"]
+__all__ = [
+    "IN_FLIGHT_WAIT_S",
+    "accept",
+    "after_client_call",
+    "end_in_flight",
+    "hand_out",
+    "handle_error",
+    "take_buffered",
+]

@@ -14,12 +14,14 @@ import logging
 import threading
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from static_consumer._kafka.codes import ErrorKind, classify
-from static_consumer._kafka.groups import GroupDescription
 from static_consumer.settings import ConsumerSettings
 from static_consumer.types import Record, RecordBatch, TopicPartition
+
+if TYPE_CHECKING:
+    from static_consumer._kafka.groups import GroupDescription
 
 RebalanceCallback = Callable[[list[TopicPartition]], None]
 
@@ -51,6 +53,15 @@ class AdapterError(Exception):
     def __init__(self, error: PollError) -> None:
         super().__init__(f"{error.name}: {error.reason}")
         self.error = error
+
+
+@dataclass(frozen=True, slots=True)
+class CommitResult:
+    """How a commit begun with :meth:`ConsumerAdapter.begin_commit` ended: ``error`` None when the broker
+    accepted ``offsets``."""
+
+    offsets: Mapping[TopicPartition, int]
+    error: PollError | None
 
 
 class ConsumerAdapter(Protocol):
@@ -93,7 +104,20 @@ class ConsumerAdapter(Protocol):
         """Like :meth:`consume`, as a :class:`RecordBatch` when every message is a plain record."""
         ...
 
-    def commit(self, offsets: Mapping[TopicPartition, int] | None, *, asynchronous: bool = False) -> None: ...
+    def commit(self, offsets: Mapping[TopicPartition, int] | None) -> None:
+        """Commit ``offsets`` (None: the client's own positions) and wait for the broker's answer."""
+        ...
+
+    def begin_commit(self, offsets: Mapping[TopicPartition, int]) -> None:
+        """Start committing ``offsets`` without waiting for the broker; its result is served by a later
+        ``poll``/``consume`` on the calling thread. The core begins one only after it read the result of
+        the one before (:meth:`commit_result`): at most one is ever in flight."""
+        ...
+
+    def commit_result(self) -> CommitResult | None:
+        """The result of the commit begun last, once a client call served it, read once; None while it
+        is still under way, and when none is. Never waits."""
+        ...
 
     def committed(
         self, partitions: Sequence[TopicPartition], timeout: float
@@ -172,6 +196,7 @@ def close_bounded(adapter: ConsumerAdapter, timeout_s: float, log: logging.Logge
 
 __all__ = [
     "AdapterError",
+    "CommitResult",
     "ConsumerAdapter",
     "GroupWatch",
     "GroupWatchFactory",

@@ -18,16 +18,16 @@ from dataclasses import dataclass, field
 from enum import Enum
 from typing import TYPE_CHECKING, Any, Protocol
 
-from static_consumer._core.join import JoinPlan, Prober, build_client
-from static_consumer._core.offsets import OffsetTracker
-from static_consumer._core.seam import ConsumerAdapter, GroupWatchFactory, PollError
+from static_consumer._core.join import Connect, JoinPlan, Prober, build_client
+from static_consumer._core.offsets import CommitFlight, OffsetTracker
+from static_consumer._core.seam import ConsumerAdapter, GroupWatchFactory, PollError, close_bounded
 from static_consumer._security.oauth import TokenSource, token_source
+from static_consumer.errors import StaticConsumerError
 from static_consumer.events import Dispatcher
 from static_consumer.settings import ConsumerSettings
 from static_consumer.types import Record, TopicPartition
 
 if TYPE_CHECKING:
-    from static_consumer.errors import StaticConsumerError
     from static_consumer.settings._config import ConfigValue
 
 AdapterFactory = Callable[[dict[str, "ConfigValue"]], ConsumerAdapter]
@@ -189,8 +189,15 @@ class Mode(Protocol):
     ``ordinal.OrdinalMode`` implement it, ``modes.mode_for`` picks one. The consumer and the phases call
     it and never ask which one they have."""
 
-    def plan(self, settings: ConsumerSettings, env: Mapping[str, str], probe: Prober) -> JoinPlan:
-        """The join plan: identity, the broker's capabilities, the static decision, the client config."""
+    def plan(
+        self,
+        settings: ConsumerSettings,
+        env: Mapping[str, str],
+        probe: Prober,
+        connect: Connect | None = None,
+    ) -> JoinPlan:
+        """The join plan: identity, the broker's capabilities, the static decision, the client config.
+        ``connect`` builds the client of the likely plan before the probe runs (:meth:`Session.connect`)."""
         ...
 
     def join(self, session: Session) -> None:
@@ -257,12 +264,14 @@ class Session:
         self.plan: JoinPlan | None = None
         self.adapter: ConsumerAdapter | None = None
         self.offsets = OffsetTracker()
+        self.commits = CommitFlight()  # the commit that does not wait (_core/ownership.py)
         self.buffer: deque[Record] = deque()  # records handed back after a listener raised
         self.stall = StallWatch()
         self.error_log = RateLimiter(30.0, clock)
         self._member_id: str | None = None
         self._generation: int | None = None
         self.tokens: TokenSource | None = None  # the OAUTHBEARER provider behind the current client
+        self._early: tuple[dict[str, ConfigValue], ConsumerAdapter] | None = None  # see connect()
 
     # -- state ---------------------------------------------------------------------------------------
 
@@ -278,6 +287,7 @@ class Session:
         self.move(to)
         self.error = error
         self.offsets.clear()
+        self.commits = CommitFlight()
         self.buffer.clear()
         return error
 
@@ -336,12 +346,38 @@ class Session:
 
     # -- the client ----------------------------------------------------------------------------------
 
+    def connect(self, config: dict[str, ConfigValue]) -> None:
+        """Build the client for ``config`` now, before the join plan exists: librdkafka connects to the
+        bootstrap servers and reads the cluster's metadata while the capability gate asks the broker
+        (a restart reaches its first record sooner). It does not subscribe or assign, so nothing joins the
+        group before the gate passed: :meth:`new_client` hands it out only when the plan ended with the
+        same config, and :meth:`drop_early` closes it otherwise. A client that cannot be built is built
+        again after the gate, which then reports the problem in its own words."""
+        try:
+            client = build_client(self.settings, dict(config), self.adapter_factory)
+        except StaticConsumerError:
+            return
+        self._early = (dict(config), client)
+
+    def drop_early(self) -> None:
+        """Close the client :meth:`connect` built, if no plan took it (bounded: it never joined)."""
+        early, self._early = self._early, None
+        if early is not None:
+            close_bounded(early[1], self.settings.shutdown_timeout_s, logging.getLogger(__name__))
+
     def new_client(self) -> ConsumerAdapter:
-        """A new client for the join plan (not yet subscribed or assigned)."""
+        """A new client for the join plan (not yet subscribed or assigned): the one built early when it
+        has the plan's config (callables such as an OAUTHBEARER callback aside: it keeps its own)."""
         if self.plan is None:
             raise RuntimeError("static_consumer bug: a client was asked for before the join plan")
         config = dict(self.plan.config)
-        client = build_client(self.settings, config, self.adapter_factory)
+        early = self._early
+        if early is not None and _plain(early[0]) == _plain(config):
+            self._early = None
+            config, client = early
+        else:
+            self.drop_early()
+            client = build_client(self.settings, config, self.adapter_factory)
         self.tokens = token_source(config)
         return client
 
@@ -350,6 +386,10 @@ class Session:
         failing (:meth:`~static_consumer._security.oauth.TokenSource.lost`); None otherwise and without
         one."""
         return None if self.tokens is None else self.tokens.lost()
+
+
+def _plain(config: Mapping[str, object]) -> dict[str, object]:
+    return {key: value for key, value in config.items() if not callable(value)}
 
 
 __all__ = [

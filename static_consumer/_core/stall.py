@@ -33,7 +33,8 @@ import math
 from collections.abc import Callable, Mapping
 
 from static_consumer._core.failures import recover_or_die
-from static_consumer._core.poll import accept, after_client_call
+from static_consumer._core.ownership import supersede
+from static_consumer._core.poll import IN_FLIGHT_WAIT_S, accept, after_client_call, end_in_flight
 from static_consumer._core.seam import AdapterError, ConsumerAdapter
 from static_consumer._core.session import Session
 from static_consumer._kafka.codes import ErrorKind
@@ -113,7 +114,7 @@ def _settle(
     gap, watch.suspect_gap = watch.suspect_gap, None
     began, first = clock(), watch.calls
     held = [(first, record) for record in records]
-    verdict = _verdict(session, adapter)
+    verdict = _verdict(session, adapter, held)
     bound = _WAIT[verdict](watch.threshold_s)
     deadline = began + bound
     for _ in range(math.ceil(bound / SERVE_S)):  # bounded also on a clock that stands still
@@ -176,16 +177,25 @@ _MEANING: Mapping[StallVerdict, str] = {
 }
 
 
-def _verdict(session: Session, adapter: ConsumerAdapter) -> StallVerdict:
+def _verdict(session: Session, adapter: ConsumerAdapter, held: list[tuple[int, Record]]) -> StallVerdict:
     watch = session.stall
     if watch.lost_in >= watch.suspect_call:
         return "lost"  # librdkafka noticed first (classic: its own session clock)
     if adapter.member_id() is None:
         return "gone"  # classic: librdkafka's session check already cleared the member id
     # Offsets the application may commit anyway: what it processed, else the last commit sent again.
+    # The check is a synchronous commit on this thread: it covers the commit in flight, if any, once
+    # that one ended (the records served meanwhile are held like the others).
+    if session.commits.sent is not None and watch.threshold_s is not None:
+        bound = min(IN_FLIGHT_WAIT_S, _WAIT["unknown"](watch.threshold_s))
+        served = end_in_flight(session, adapter, bound)
+        held.extend((watch.calls, record) for record in served)
+        if session.adapter is not adapter or watch.lost_in >= watch.suspect_call:
+            return "lost"
     offsets = session.offsets.pending() or session.offsets.last_committed()
     if not offsets:
         return "unknown"
+    supersede(session)
     try:
         adapter.commit(offsets)
     except AdapterError as exc:

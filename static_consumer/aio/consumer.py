@@ -210,9 +210,10 @@ class AsyncStaticConsumer:
             await self._call(commit)
 
     async def commit(
-        self, what: Commitable = None, *, asynchronous: bool = False
+        self, what: Commitable = None, *, asynchronous: bool = True
     ) -> dict[TopicPartition, int]:
-        """Commit processed offsets, or ``what`` (records, a batch, offsets); see StaticConsumer.commit."""
+        """Commit processed offsets, or ``what`` (records, a batch, offsets); see StaticConsumer.commit
+        (by default it does not wait for the broker; ``asynchronous=False`` does)."""
         return await self._call(functools.partial(self._sync.commit, what, asynchronous=asynchronous))
 
     async def mark_processed(self, record: Record) -> None:

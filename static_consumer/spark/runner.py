@@ -409,7 +409,10 @@ class MicroBatchRunner:
             deadline_s = max(0.1, min(deadline_s, stop_deadline - self._clock()))
         policy = RetryPolicy(deadline_s=deadline_s, max_attempts=3)
         try:
-            policy.call(lambda: self._consumer.commit(offsets), sleep=self._sleep, what="commit")
+            # Waited for: the batch's progress reports the broker's answer, and the policy retries it.
+            policy.call(
+                lambda: self._consumer.commit(offsets, asynchronous=False), sleep=self._sleep, what="commit"
+            )
         except (CommitFailedError, RetriableError) as exc:
             self._refused = self._refused or isinstance(exc, CommitFailedError)
             # At-least-once: the batch was processed but its records will be delivered again (with a
