@@ -16,7 +16,13 @@ calibrated to that much CPU time on this machine before the run, so it is the sa
 load). Rate: records over
 the time from the first batch's start to the last batch's end, across the pod's workers. The kinds run
 back to back, in alternating order, after a warm-up round; ratios are taken within a round. Memory: RSS,
-PSS and USS (private) of every process of the pod, read from /proc near the end of the read.
+PSS and USS (private) of every process of the pod, read from /proc near the end of the read. CPU: the
+cores the pod's consuming processes, the broker and the whole machine kept busy over the middle of the
+read (20-80 % of the records handled), from /proc, and the rate per core the pod's processes got: on a
+2-core machine the broker and librdkafka's threads take part of the second core, which the ratio of rates
+counts against the pool and the rate per core does not. And per round the control without Kafka: the
+same work per record in 2 plain processes against 1 (what the machine's two cores give two CPU-bound
+Python processes), with the pool's ratio to it.
 
 restart: per run and protocol, two pods of 2 workers (app-<run>-0, app-<run>-1) on 8 partitions, a
 producer writing 200 records/s; (a) a rolling restart of the first (SIGTERM, wait for its exit, start it
@@ -29,6 +35,7 @@ workers.
 from __future__ import annotations
 
 import argparse
+import multiprocessing
 import os
 import statistics
 import tempfile
@@ -42,7 +49,7 @@ from _bench import machine
 from static_consumer_lab import JvmKafkaCluster, create_topic
 from static_consumer_lab.kafka_ops import produce
 from static_consumer_lab.pods import PoolPod, event_time
-from static_consumer_lab.pool_app import calibrate
+from static_consumer_lab.pool_app import calibrate, work
 from static_consumer_lab.processes import wait_until
 from static_consumer_lab.producer import SteadyProducer
 
@@ -72,6 +79,55 @@ def memory(pid: int) -> tuple[float, float, float]:
     return fields["Rss"] / 1024, fields["Pss"] / 1024, private / 1024
 
 
+TICK_S = 1 / os.sysconf("SC_CLK_TCK")
+
+
+def cpu_s(pid: int) -> float:
+    """User + system CPU seconds ``pid`` has used, from /proc/PID/stat (0 once it is gone)."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return 0.0
+    return (int(fields[11]) + int(fields[12])) * TICK_S  # utime, stime (fields 14 and 15 of stat)
+
+
+def machine_busy_s() -> float:
+    """CPU seconds every core of the machine spent not idle (nor waiting for I/O), from /proc/stat."""
+    user, nice, system, _idle, _iowait, irq, softirq, steal = map(
+        int, Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:9]
+    )
+    return (user + nice + system + irq + softirq + steal) * TICK_S
+
+
+def _work_share(iterations: int, records: int, done: Any) -> None:
+    for _ in range(records):
+        work(iterations)
+    done.put(time.monotonic())
+
+
+def machine_ceiling(iterations: int, records: int) -> float:
+    """The control without Kafka: the handler's work for ``records`` records in 2 plain processes at once
+    (half each) against 1 process doing all of it; the rate ratio is what this machine's two cores give
+    two CPU-bound Python processes, the ceiling for a pool of 2."""
+    context = multiprocessing.get_context("fork")
+
+    def rate(processes: int) -> float:
+        done = context.Queue()
+        share = records // processes
+        children = [
+            context.Process(target=_work_share, args=(iterations, share, done)) for _ in range(processes)
+        ]
+        began = time.monotonic()
+        for child in children:
+            child.start()
+        ended: float = max(done.get(timeout=600) for _ in children)
+        for child in children:
+            child.join(timeout=60)
+        return share * processes / (ended - began)
+
+    return rate(2) / rate(1)
+
+
 def settings(bootstrap: str, group: str, topic: str, protocol: str = "classic") -> dict[str, Any]:
     return {
         "bootstrap_servers": bootstrap,
@@ -84,7 +140,7 @@ def settings(bootstrap: str, group: str, topic: str, protocol: str = "classic") 
 
 # ------------------------------------------------------------------------------------------ throughput
 def one_read(
-    bootstrap: str, kind: str, records: int, partitions: int, iterations: int, workdir: Path
+    bootstrap: str, kind: str, records: int, partitions: int, iterations: int, workdir: Path, broker_pid: int
 ) -> dict[str, Any]:
     processes, plain = KINDS[kind]
     tag = uuid.uuid4().hex[:8]
@@ -101,11 +157,26 @@ def one_read(
     )
     pod.start()
     sampled: list[tuple[str, tuple[float, float, float]]] = []
+    # CPU over the read's middle (from 20 % to 80 % handled, so start-up and the tail are left out):
+    # (wall, the pod's consuming processes, the broker, the whole machine) at each end.
+    cpu: list[tuple[float, float, float, float]] = []
+
+    def consuming() -> list[int]:
+        assert pod.proc is not None
+        return [pod.proc.pid] if plain else [w["pid"] for w in pod.workers() if w["pid"]]
+
+    def cpu_sample() -> None:
+        pods = sum(cpu_s(pid) for pid in consuming())
+        cpu.append((time.monotonic(), pods, cpu_s(broker_pid), machine_busy_s()))
+
     try:
 
         def done() -> bool:
             handled = sum(count for _, count, _, _ in pod.batches())
+            if not cpu and handled >= records * 0.2:
+                cpu_sample()
             if not sampled and handled >= records * 0.8:  # memory once, near the end of the read
+                cpu_sample()
                 assert pod.proc is not None
                 pids = [("main", pod.proc.pid)] if plain else [("supervisor", pod.proc.pid)]
                 pids += [("worker", w["pid"]) for w in pod.workers() if w["pid"]]
@@ -117,24 +188,42 @@ def one_read(
         code = pod.stop(timeout_s=60)
     batches = pod.batches()
     wall = max(b[3] for b in batches) - min(b[2] for b in batches)
-    return {"rate": records / wall, "memory": sampled, "exit": code}
+    (t0, pods0, broker0, busy0), (t1, pods1, broker1, busy1) = cpu[0], cpu[-1]
+    span = t1 - t0
+    cores = {
+        "pod": (pods1 - pods0) / span,
+        "broker": (broker1 - broker0) / span,
+        "machine": (busy1 - busy0) / span,
+    }
+    return {"rate": records / wall, "memory": sampled, "exit": code, "cores": cores}
 
 
-def throughput(bootstrap: str, args: argparse.Namespace, workdir: Path) -> None:
+def throughput(bootstrap: str, args: argparse.Namespace, workdir: Path, broker_pid: int) -> None:
     iterations = calibrate(args.work_us / 1e6)
     print(f"work: {iterations} iterations per record = {args.work_us:g} us of CPU time (calibrated)")
     got: dict[str, list[dict[str, Any]]] = {kind: [] for kind in KINDS}
+    ceilings: list[float] = []
     for number in range(args.runs + 1):
         order = list(KINDS) if number % 2 else list(KINDS)[::-1]
         row = {
-            kind: one_read(bootstrap, kind, args.records, args.partitions, iterations, workdir)
+            kind: one_read(bootstrap, kind, args.records, args.partitions, iterations, workdir, broker_pid)
             for kind in order
         }
+        ceiling = machine_ceiling(iterations, args.records // 4)
         label = "warm-up" if number == 0 else f"round {number}"
-        print(f"  {label} (load {load()}): " + ", ".join(f"{k} {r['rate']:,.0f}/s" for k, r in row.items()))
+        print(
+            f"  {label} (load {load()}): "
+            + ", ".join(
+                f"{k} {r['rate']:,.0f}/s (cores: pod {r['cores']['pod']:.2f}, "
+                f"broker {r['cores']['broker']:.2f}, machine {r['cores']['machine']:.2f})"
+                for k, r in row.items()
+            )
+            + f"; without Kafka, 2 processes / 1: {ceiling:.2f}"
+        )
         if number:
             for kind, result in row.items():
                 got[kind].append(result)
+            ceilings.append(ceiling)
     base = [r["rate"] for r in got["pool, 1 process"]]
     plain = [r["rate"] for r in got["plain pod main"]]
     print(
@@ -157,6 +246,31 @@ def throughput(bootstrap: str, args: argparse.Namespace, workdir: Path) -> None:
             f"| {kind} | {spread(rates)} | {spread(to_one, 2)} | {spread(to_plain, 2)} | "
             f"{spread([m[0] for m in workers], 1)} | {spread([m[1] for m in workers], 1)} | "
             f"{spread([m[2] for m in workers], 1)} | {sup} | {sorted({r['exit'] for r in results})} |"
+        )
+    pool = [r["rate"] / b for r, b in zip(got["pool, 2 processes"], base, strict=True)]
+    print(
+        f"\nThe control without Kafka (the same work per record, 1/4 of the records, in 2 plain processes "
+        f"against 1): {spread(ceilings, 2)}; the pool of 2's ratio to it, round by round: "
+        f"{spread([p / c for p, c in zip(pool, ceilings, strict=True)], 2)}"
+    )
+    # The machine's share: how many of its cores the pod's consuming processes got (the broker, the
+    # producer-less read's librdkafka threads and this script take the rest), and the rate per such core.
+    print(
+        "\nCPU over the middle of each read (20-80 % handled), cores busy; records/s per core the pod's "
+        "consuming processes used"
+    )
+    print(
+        "| pod | pod's processes | broker | whole machine | records/s per pod core | per core, to 1 process |"
+    )
+    print("|---|---|---|---|---|---|")
+    per_core_base = [r["rate"] / r["cores"]["pod"] for r in got["pool, 1 process"]]
+    for kind, results in got.items():
+        per_core = [r["rate"] / r["cores"]["pod"] for r in results]
+        print(
+            f"| {kind} | {spread([r['cores']['pod'] for r in results], 2)} | "
+            f"{spread([r['cores']['broker'] for r in results], 2)} | "
+            f"{spread([r['cores']['machine'] for r in results], 2)} | {spread(per_core)} | "
+            f"{spread([p / b for p, b in zip(per_core, per_core_base, strict=True)], 2)} |"
         )
 
 
@@ -295,7 +409,9 @@ def main() -> None:
     ):
         print(f"Apache Kafka {cluster.version} at {cluster.bootstrap_servers}, stock group settings")
         if args.what == "throughput":
-            throughput(cluster.bootstrap_servers, args, Path(tmp))
+            broker = cluster.nodes[0].process
+            assert broker is not None
+            throughput(cluster.bootstrap_servers, args, Path(tmp), broker.pid)
         else:
             restarts(cluster, args, Path(tmp))
     print(f"load average (1/5 min) at the end {load()}")
