@@ -16,6 +16,7 @@ import time
 import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from static_consumer_lab.kafka_ops import QUIET_LOGGER
@@ -168,6 +169,13 @@ class Rounds:
 
 def median_ratio(rounds: Rounds, name: str) -> float:
     return statistics.median(rounds.ratios(name))
+
+
+def process_cpu_s(pid: int) -> float:
+    """User plus system CPU seconds a process has used so far, from Linux's /proc/PID/stat (utime and
+    stime, fields 14 and 15, in clock ticks)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def machine() -> str:

@@ -15,20 +15,15 @@ from __future__ import annotations
 import statistics
 import time
 import uuid
-from pathlib import Path
 from typing import Any
+
+from _bench import process_cpu_s
 
 from static_consumer_lab import ConsumerProcess
 from static_consumer_lab.processes import wait_until
 from static_consumer_lab.spark import SparkConnectServer
 
 FETCH: dict[str, Any] = {"fetch.message.max.bytes": 10 * 1024 * 1024, "queued.min.messages": 1_000_000}
-
-
-def jvm_cpu_s(pid: int) -> float:
-    """User plus system CPU seconds of a process so far (Linux /proc; clock ticks of 1/100 s)."""
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / 100.0
 
 
 def pods_round(
@@ -43,7 +38,7 @@ def pods_round(
         "max_poll_interval_ms": 300_000,
         "librdkafka": FETCH,
     }
-    server_cpu = jvm_cpu_s(server.pid)
+    server_cpu = process_cpu_s(server.pid)
     started = [
         ConsumerProcess(
             {
@@ -87,7 +82,7 @@ def pods_round(
     return {
         "seconds": last - first,
         "pod_cpu_s": sum(pod.events("summary")[0]["cpu_s"] for pod in started),
-        "server_cpu_s": jvm_cpu_s(server.pid) - server_cpu,
+        "server_cpu_s": process_cpu_s(server.pid) - server_cpu,
         "twice": records - args.records,  # handed over again after a partition moved during formation
     }
 
@@ -97,7 +92,7 @@ def _handed_over(pods: list[ConsumerProcess]) -> int:
 
 
 def native_round(spark: Any, server: SparkConnectServer, bootstrap: str, topic: str) -> dict[str, float]:
-    server_cpu = jvm_cpu_s(server.pid)
+    server_cpu = process_cpu_s(server.pid)
     begun = time.perf_counter()
     (
         spark.read.format("kafka")
@@ -114,7 +109,7 @@ def native_round(spark: Any, server: SparkConnectServer, bootstrap: str, topic: 
     return {
         "seconds": time.perf_counter() - begun,
         "pod_cpu_s": 0.0,
-        "server_cpu_s": jvm_cpu_s(server.pid) - server_cpu,
+        "server_cpu_s": process_cpu_s(server.pid) - server_cpu,
     }
 
 
@@ -169,4 +164,4 @@ def report(results: dict[str, list[dict[str, float]]], records: int) -> None:
     )
 
 
-__all__ = ["jvm_cpu_s", "native_round", "pods_round", "report", "run"]
+__all__ = ["native_round", "pods_round", "report", "run"]

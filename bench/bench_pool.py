@@ -44,7 +44,7 @@ import uuid
 from pathlib import Path
 from typing import Any
 
-from _bench import machine
+from _bench import machine, process_cpu_s
 
 from static_consumer_lab import JvmKafkaCluster, create_topic
 from static_consumer_lab.kafka_ops import produce
@@ -80,15 +80,6 @@ def memory(pid: int) -> tuple[float, float, float]:
 
 
 TICK_S = 1 / os.sysconf("SC_CLK_TCK")
-
-
-def cpu_s(pid: int) -> float:
-    """User + system CPU seconds ``pid`` has used, from /proc/PID/stat (0 once it is gone)."""
-    try:
-        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    except OSError:
-        return 0.0
-    return (int(fields[11]) + int(fields[12])) * TICK_S  # utime, stime (fields 14 and 15 of stat)
 
 
 def machine_busy_s() -> float:
@@ -166,8 +157,8 @@ def one_read(
         return [pod.proc.pid] if plain else [w["pid"] for w in pod.workers() if w["pid"]]
 
     def cpu_sample() -> None:
-        pods = sum(cpu_s(pid) for pid in consuming())
-        cpu.append((time.monotonic(), pods, cpu_s(broker_pid), machine_busy_s()))
+        pods = sum(process_cpu_s(pid) for pid in consuming())
+        cpu.append((time.monotonic(), pods, process_cpu_s(broker_pid), machine_busy_s()))
 
     try:
 
