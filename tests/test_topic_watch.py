@@ -33,8 +33,15 @@ class Fatal(MembershipListener):
 
 
 def started(
-    missing: set[str], clock: Clock, listeners: tuple[MembershipListener, ...] = (), **fields: Any
+    missing: set[str],
+    clock: Clock,
+    listeners: tuple[MembershipListener, ...] = (),
+    *,
+    read_failures: int = 0,
+    **fields: Any,
 ) -> tuple[StaticConsumer, FakeAdapter]:
+    """A started consumer whose client finds ``missing`` absent from the cluster (and fails its first
+    ``read_failures`` metadata reads) from the moment it is built: the first look happens at the join."""
     values: dict[str, Any] = {
         "bootstrap_servers": "k:9092",
         "group_id": "g",
@@ -42,16 +49,22 @@ def started(
     }
     settings = ConsumerSettings(**{**values, **fields})
     factory = FakeFactory([Assign((tp(0),)), rec(0, 0)] + [None] * 100)
+
+    def build(config: dict[str, Any]) -> FakeAdapter:
+        adapter = factory(config)
+        adapter.missing_topics = set(missing)
+        adapter.topic_read_failures.extend([TRANSPORT_ERROR] * read_failures)
+        return adapter
+
     consumer = StaticConsumer(
         settings,
         env={"POD_NAME": "app-0"},
-        adapter_factory=factory,
+        adapter_factory=build,
         probe=lambda s: MODERN,
         clock=clock,
         listeners=listeners,
     )
     consumer.start()
-    factory.last.missing_topics = set(missing)
     return consumer, factory.last
 
 
@@ -59,8 +72,9 @@ def test_a_missing_topic_is_warned_about_then_ends_the_consumer_at_the_deadline(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     clock, fatal = Clock(), Fatal()
-    consumer, adapter = started({"typo", "^x-.*"}, clock, (fatal,), missing_topic_timeout_s=60)
     caplog.set_level(logging.WARNING, logger="static_consumer")
+    consumer, adapter = started({"typo", "^x-.*"}, clock, (fatal,), missing_topic_timeout_s=60)
+    assert adapter.topic_reads == 1  # looked at the join, before any record was fetched
 
     assert consumer.consume(10, 0) != []  # the existing topic is consumed meanwhile
     assert "'typo', '^x-.*' match no topic" in caplog.text and "60 s" in caplog.text
@@ -118,8 +132,7 @@ def test_metadata_is_read_once_when_every_topic_exists_and_at_intervals_while_on
 
 def test_failed_metadata_reads_never_end_the_consumer() -> None:
     clock = Clock()
-    consumer, adapter = started({"typo"}, clock, missing_topic_timeout_s=10)
-    adapter.topic_read_failures.extend([TRANSPORT_ERROR] * 3)
+    consumer, adapter = started({"typo"}, clock, read_failures=3, missing_topic_timeout_s=10)
     for _ in range(3):
         consumer.consume(10, 0)
         clock.now += CHECK_INTERVAL_S

@@ -73,6 +73,10 @@ class GroupMode:
             on_lost=partial(ownership.lost, session),
         )
         session.adapter = adapter
+        # The first look for missing topics, now: no Fetch is in flight yet. At the first poll it waited
+        # behind the long-poll Fetch on the broker's connection (the broker answers one request of a
+        # connection at a time), up to fetch.wait.max.ms (500 ms) before the first records were handed out.
+        self.topics.check(session, adapter)
         session.stall.threshold_s = threshold_s(*self.session_timing(session))  # a group session: checked
         if session.state is State.NEW:
             session.move(State.JOINING)

@@ -246,6 +246,7 @@ class OrdinalMode:
         self.topics = TopicWatch(settings.topics, settings.missing_topic_timeout_s, session.clock)
         adapter = session.new_client()
         try:
+            self.topics.check(session, adapter)  # before any Fetch is in flight (see Membership.join)
             assignment = OrdinalAssignment(session)
             assignment.start(adapter)
         except BaseException:

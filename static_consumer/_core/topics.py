@@ -7,7 +7,8 @@ reports nothing at all. A consumer subscribed to a misspelled topic would run fo
 and its pod would look healthy.
 
 :class:`TopicWatch` asks fresh cluster metadata which subscribed names, and which patterns, match no
-topic: at the first poll, then every ``CHECK_INTERVAL_S`` while something is missing, and never again once
+topic: when the consumer joins (before any Fetch is in flight: a metadata request sent behind a long-poll
+Fetch waits for it), then every ``CHECK_INTERVAL_S`` while something is missing, and never again once
 everything exists (so a running consumer pays one metadata request). A topic still missing at the
 deadline ends the session with :class:`~static_consumer.errors.MissingTopicError` (a configuration
 error, exit 78). A metadata read that fails (brokers restarting) proves nothing: it is tried again and
