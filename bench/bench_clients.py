@@ -29,7 +29,9 @@ Restart-to-first-record: for each client a member with a fixed instance id joins
 batch, commits and closes (no client sends LeaveGroup for a static member); then, ``--restarts`` times,
 a NEW process with the same instance id is started and timed from the moment it is started to its first
 record (interpreter start and imports included, as for a restarted pod), and from the construction of
-its client to its first record, on the first cell's topic. Median [min-max] for every number. The broker
+its client to its first record, on the first cell's topic. The library's modules are compiled to
+bytecode first, as a wheel install has them (``_bench.compile_like_pip``). Median [min-max] for every
+number. The broker
 is KAFKA_BOOTSTRAP_SERVERS if set, else the embedded one (see docs/testing.md).
 """
 
@@ -46,7 +48,7 @@ import uuid
 from pathlib import Path
 from typing import Any
 
-from _bench import machine, produce
+from _bench import compile_like_pip, machine, produce
 
 from static_consumer_lab import create_topic, local_cluster
 
@@ -178,6 +180,7 @@ def main() -> None:
         for number, cell in enumerate(args.cells.split(",")):
             topic, results[cell] = read_cell(bootstrap, cell, clients, args.records, args.passes)
             if number == 0 and args.restarts:
+                print(f"  {compile_like_pip()}")
                 for client in clients:
                     restarts[client] = restart_times(bootstrap, topic, client, args.restarts)
     print(f"\n1-minute load average at the end: {os.getloadavg()[0]:.1f}")

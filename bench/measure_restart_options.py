@@ -78,13 +78,13 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=5)
     args = parser.parse_args()
     sys.path.insert(0, os.path.dirname(__file__))
-    from _bench import machine, produce
+    from _bench import compile_like_pip, machine, produce
 
     from static_consumer_lab import create_topic, local_cluster
 
     with local_cluster(os.environ) as cluster:
         bootstrap = cluster.bootstrap_servers
-        print(f"Kafka {cluster.version} ({cluster.backend}); {machine()}")
+        print(f"Kafka {cluster.version} ({cluster.backend}); {machine()}; {compile_like_pip()}")
         topic = create_topic(bootstrap, f"options-{uuid.uuid4().hex[:6]}", 6)
         produce(bootstrap, topic, 10_000, 100)
         groups = {mode: f"options-{mode}-{uuid.uuid4().hex[:6]}" for mode in ("serial", "overlap")}
