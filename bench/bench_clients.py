@@ -31,8 +31,7 @@ a NEW process with the same instance id is started and timed from the moment it 
 record (interpreter start and imports included, as for a restarted pod), and from the construction of
 its client to its first record, on the first cell's topic. The library's modules are compiled to
 bytecode first, as a wheel install has them (``_bench.compile_like_pip``). Median [min-max] for every
-number. The broker
-is KAFKA_BOOTSTRAP_SERVERS if set, else the embedded one (see docs/testing.md).
+number. The broker is KAFKA_BOOTSTRAP_SERVERS if set, else the embedded one (see docs/testing.md).
 """
 
 from __future__ import annotations
