@@ -55,11 +55,13 @@ def compile_like_pip() -> str:
     line for the report."""
     import compileall
 
+    import assignors
     import static_consumer
 
-    package = Path(static_consumer.__file__).parent
-    compileall.compile_dir(str(package), quiet=1)
-    return f"bytecode of {package} compiled first, as a wheel install has it"
+    packages = [Path(module.__file__ or "").parent for module in (static_consumer, assignors)]
+    for package in packages:  # the wheel's two packages (pyproject.toml)
+        compileall.compile_dir(str(package), quiet=1)
+    return f"bytecode of {', '.join(map(str, packages))} compiled first, as a wheel install has it"
 
 
 def produce(
