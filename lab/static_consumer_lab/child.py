@@ -16,7 +16,8 @@
 - ``event_log``: path of a JSONL membership event log; ``otel``: OpenTelemetry totals as ``metrics``;
 - ``hold``: import everything, emit ``held`` and wait for a line on stdin before starting the consumer;
 - ``workload``: per-record processing time, modelled state rebuilds and liveness ticks, with processing
-  times in ``records`` events (see ``static_consumer_lab.child_work``).
+  times in ``records`` events (see ``static_consumer_lab.child_work``); both modes then commit only the
+  records processed (the static mode in a loop of its own, see ``static_consumer_lab.child_static``).
 
 Events: ready, assigned, revoked, lost, records (with [topic, partition, offset] triples), committed,
 commit_deferred (a transient commit failure: the offsets go with the next commit), commit_refused,

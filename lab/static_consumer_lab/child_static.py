@@ -1,13 +1,20 @@
 """The ``static`` mode of the child consumer: the user loop, :func:`static_consumer.run_until_sigterm`, on a
 StaticConsumer whose membership events and commits are streamed. Tests, benchmarks and the demo run what
-a pod's main runs: no switch here changes what the library does."""
+a pod's main runs: no switch here changes what the library does.
+
+With a ``workload`` (the demo's stateful handler) the loop is the one a user writes for a handler that
+returns before it processed everything it was handed (a partition's records wait while its state is
+rebuilt): the library's pieces (``install_sigterm_handler``, ``consume``, a ``BatchCommitter``, ``close``)
+committing only the records processed, as ``run_until_sigterm``, which commits each batch its handler
+returned from, cannot."""
 
 from __future__ import annotations
 
 import os
 import threading
 import time
-from collections.abc import Callable
+from collections import deque
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
@@ -33,7 +40,7 @@ from static_consumer import (
     run_until_sigterm,
 )
 from static_consumer.consumer import Commitable
-from static_consumer.shutdown import consume_until_stopped
+from static_consumer.shutdown import BatchCommitter, consume_until_stopped
 from static_consumer_lab.child_work import Workload
 
 Emit = Callable[..., None]
@@ -105,6 +112,50 @@ class _Streamer(MembershipListener):
             waited_s=event.waited_s,
             member_id=event.member_id,
         )
+
+
+class _Unfinished(MembershipListener):
+    """What the handler handed its workload and the workload has not processed yet, in order per partition,
+    so that what the workload finished (:meth:`Workload.take_done`, the next offset per partition) is
+    committed as the Records the consumer handed out: by the loop (``commit(records)``) and, for
+    partitions being revoked, by the revoke (``mark_processed`` in ``on_revoked``, which the library
+    commits before the partitions go). Listed after :class:`_Streamer`, whose revoke finishes what waits."""
+
+    def __init__(self, work: Workload) -> None:
+        self.work = work
+        self.mark: Callable[[Record], None] = lambda _record: None  # consumer.mark_processed, once it exists
+        self._records: dict[tuple[str, int], deque[Record]] = {}
+
+    def handed_out(self, records: list[Record]) -> None:
+        for record in records:
+            self._records.setdefault((record.topic, record.partition), deque()).append(record)
+
+    def finished(self, partitions: Iterable[tuple[str, int]] | None = None) -> list[Record]:
+        """Per partition, the last record the workload processed since the last call (one marks all
+        before it: a partition's records are processed in order)."""
+        done = []
+        for key, next_offset in self.work.take_done(partitions).items():
+            waiting, last = self._records.get(key), None
+            while waiting and waiting[0].offset < next_offset:
+                last = waiting.popleft()
+            if last is not None:
+                done.append(last)
+        return done
+
+    def on_revoked(self, event: Revoked) -> None:
+        gone = [(tp.topic, tp.partition) for tp in event.partitions]
+        for record in self.finished(gone):  # still ours: the revoke commits them
+            self.mark(record)
+        self._forget(gone)
+
+    def on_lost(self, event: Lost) -> None:
+        gone = [(tp.topic, tp.partition) for tp in event.partitions]
+        self.finished(gone)  # another member may own them: nothing is committed for them
+        self._forget(gone)
+
+    def _forget(self, partitions: list[tuple[str, int]]) -> None:
+        for key in partitions:
+            self._records.pop(key, None)
 
 
 def block_if_asked(trigger: str | None, emit: Emit) -> None:
@@ -197,17 +248,56 @@ def _leave_after(consumer: StaticConsumer, handle: Callable[[list[Record]], None
         handler.restore()
 
 
-def run_static(spec: dict[str, Any], emit: Emit, should_stop: Callable[[], bool]) -> int:
+def _run_stateful(
+    consumer: StaticConsumer,
+    handle: Callable[[list[Record]], None],
+    unfinished: _Unfinished,
+    batch: int,
+    *,
+    leave: bool,
+) -> None:
+    """run_until_sigterm's loop, signal handler and close (or ``leave_group()`` with ``leave``), committing
+    after each poll what the workload processed (records a rebuild held back once they were processed,
+    also when no new record came), never a record still waiting: a SIGKILL leaves those to the
+    partition's next owner."""
+    handler = install_sigterm_handler(consumer)
+    committer = BatchCommitter(consumer)
+    try:
+        consumer.start()
+        while not consumer.stopping:
+            records = consumer.consume(batch, POLL_S)
+            if records:
+                unfinished.handed_out(records)
+                handle(records)
+            done = unfinished.finished()
+            if done:
+                committer.commit(done)
+        if leave:
+            consumer.leave_group()
+    finally:
+        try:
+            consumer.close(timeout_s=handler.close_timeout(consumer.settings.shutdown_timeout_s))
+        finally:
+            handler.restore()
+
+
+def run_static(
+    spec: dict[str, Any], emit: Emit, should_stop: Callable[[], bool], **consumer_options: Any
+) -> int:
     """Run the user loop, :func:`run_until_sigterm` (SIGTERM stops it, as in a pod), streaming what
     happens; ``max_runtime_s`` and ``max_records`` stop it as a SIGTERM would. The exit code is
-    :func:`exit_code_for`'s, as in README's pod main."""
+    :func:`exit_code_for`'s, as in README's pod main. With a ``workload``: :func:`_run_stateful`.
+    ``consumer_options`` go to the StaticConsumer (unit tests: a fake adapter and probe)."""
     settings = ConsumerSettings(**spec["settings"])
-    # The library's loop commits each batch it handed out: records waiting for a rebuild are finished
-    # before their partition is revoked (at a rebalance, or at close), or they would go unprocessed.
+    # Records waiting for a rebuild are finished before their partition is revoked (at a rebalance, or at
+    # close) and committed by the revoke; a SIGKILL leaves them uncommitted (_run_stateful).
     work = (
         Workload(spec["workload"], emit, finish_on_revoke=True) if spec.get("workload") is not None else None
     )
+    unfinished = _Unfinished(work) if work is not None else None
     listeners: list[MembershipListener] = [_Streamer(emit, work)]
+    if unfinished is not None:
+        listeners.append(unfinished)
     if spec.get("event_log"):  # a JSONL membership event log at this path (appended to)
         from static_consumer.telemetry import EventLog
 
@@ -216,8 +306,10 @@ def run_static(spec: dict[str, Any], emit: Emit, should_stop: Callable[[], bool]
         from static_consumer_lab.child_otel import otel_listeners
 
         listeners.extend(otel_listeners(emit))
-    consumer = _Reporting(settings, emit, listeners=listeners, env=spec.get("env", {}))
+    consumer = _Reporting(settings, emit, listeners=listeners, env=spec.get("env", {}), **consumer_options)
     handle = _handler(spec, emit, consumer, work)
+    if unfinished is not None:
+        unfinished.mark = consumer.mark_processed
     batch = int(spec.get("batch", 500))
     done = threading.Event()
     timer = threading.Timer(float(spec.get("max_runtime_s", 300)), consumer.stop)  # every run ends
@@ -228,7 +320,9 @@ def run_static(spec: dict[str, Any], emit: Emit, should_stop: Callable[[], bool]
     if should_stop():  # SIGTERM before the loop's own handler was installed
         consumer.stop()
     try:
-        if spec.get("leave_on_exit"):
+        if unfinished is not None:
+            _run_stateful(consumer, handle, unfinished, batch, leave=bool(spec.get("leave_on_exit")))
+        elif spec.get("leave_on_exit"):
             _leave_after(consumer, handle, batch)
         else:
             run_until_sigterm(consumer, handle, max_records=batch, poll_timeout_s=POLL_S)

@@ -20,11 +20,11 @@ processed since rebuilds it.
 A rebuild blocks only its own partition, as an application that pauses a partition while a worker restores
 its state does: a worker thread rebuilds the member's stale partitions one after the other and then
 processes the records that came for each meanwhile (they wait in the member, in order); the poll thread
-goes on with every other partition. What happens to records still waiting when their partition is
-revoked depends on who commits (``finish_on_revoke``): a loop that commits what it handed out (the
-static_consumer loop) must finish them before the partition goes, or they would be committed unprocessed;
-a loop that commits only what was processed (:meth:`Workload.take_done`) drops them, and the partition's
-next owner reads them again.
+goes on with every other partition. Whoever commits commits only what was processed
+(:meth:`Workload.take_done`): records still waiting for a rebuild are not, so a SIGKILL during the rebuild
+leaves them to the partition's next owner. When their partition is revoked, records still waiting are
+finished first (``finish_on_revoke``, the static members: their revoke commits them) or dropped (the
+dynamic controls), and the partition's next owner reads them again.
 
 Events: ``records`` carries, next to ``records`` ([topic, partition, offset] triples), ``created_ms`` (the
 record's producer timestamp) and ``done_ms`` (when its processing finished), both epoch milliseconds;
