@@ -5,14 +5,15 @@ garbage collections, for the raw confluent-kafka loop and StaticConsumer's loops
 
 Stages: the consume call (for StaticConsumer also the client's own ``consume()`` inside it, so the rest
 is the wrapper's: turning messages into Records, its bookkeeping, and freeing the previous batch), the
-user's loop (every value read), and the commit. ``--cprofile`` adds a cProfile of one StaticConsumer
-pass. Thread CPU time, not wall time: what a wrapper adds to the consuming thread, whatever else the
-machine runs. StaticConsumer's commit does not wait for the broker (librdkafka's asynchronous commit,
-its result served by the next consume on the consuming thread, while the raw loop commits synchronously),
-so the process's CPU per record over the same span is printed beside it ("process", librdkafka's threads
-included): the consuming thread's share alone could flatter it. Each round
-ends with the ratios to the raw loop of that round. The broker is KAFKA_BOOTSTRAP_SERVERS if set, else
-the embedded one (see docs/testing.md).
+user's loop (every value read), and the commit; then the records per consume call that returned any (a
+loop that outruns the fetcher gets smaller batches, which cost more per record). ``--cprofile`` adds a
+cProfile of one StaticConsumer pass. Thread CPU time, not wall time: what a wrapper adds to the
+consuming thread, whatever else the machine runs. StaticConsumer's commit does not wait for the broker
+(librdkafka's asynchronous commit, its result served by the next consume on the consuming thread, while
+the raw loop commits synchronously), so the process's CPU per record over the same span is printed
+beside it ("process", librdkafka's threads included): the consuming thread's share alone could flatter
+it. Each round ends with the ratios to the raw loop of that round. The broker is KAFKA_BOOTSTRAP_SERVERS
+if set, else the embedded one (see docs/testing.md).
 """
 
 from __future__ import annotations
@@ -67,7 +68,7 @@ class TimedClient:
 def raw(bootstrap: str, topic: str, count: int) -> tuple[dict[str, float], Collections]:
     consumer = raw_consumer(bootstrap, topic)
     stages = dict.fromkeys(("consume", "loop", "commit"), 0.0)
-    collections, seen, size = Collections(), 0, 0
+    collections, seen, size, calls = Collections(), 0, 0, 0
     process = 0.0
     try:
         while seen < count:
@@ -88,6 +89,7 @@ def raw(bootstrap: str, topic: str, count: int) -> tuple[dict[str, float], Colle
             stages["loop"] += looped - consumed
             stages["commit"] += CLOCK() - looped
             seen += len(msgs)
+            calls += 1
     finally:
         process = time.process_time() - process
         if collections in gc.callbacks:
@@ -95,6 +97,7 @@ def raw(bootstrap: str, topic: str, count: int) -> tuple[dict[str, float], Colle
         consumer.close()
     result = {k: v / seen * 1e9 for k, v in stages.items()}
     result["process"] = process / seen * 1e9
+    result["records per call"] = seen / calls
     return result, collections
 
 
@@ -109,7 +112,7 @@ def wrapped(
         session_timeout_ms=10000,
     )
     stages = dict.fromkeys(("consume", "loop", "commit"), 0.0)
-    collections, seen, size = Collections(), 0, 0
+    collections, seen, size, calls = Collections(), 0, 0, 0
     client: TimedClient | None = None
     process = 0.0
     with StaticConsumer(settings) as consumer:
@@ -136,6 +139,7 @@ def wrapped(
                 stages["loop"] += looped - consumed
                 stages["commit"] += CLOCK() - looped
                 seen += len(got)
+                calls += 1
         finally:
             process = time.process_time() - process
             if profile is not None:
@@ -146,6 +150,7 @@ def wrapped(
     result = {k: v / seen * 1e9 for k, v in stages.items()}
     result["of which the client's consume()"] = (client.spent if client else 0.0) / seen * 1e9
     result["process"] = process / seen * 1e9
+    result["records per call"] = seen / calls
     return result, collections
 
 

@@ -174,6 +174,20 @@ def test_wrap_leaves_a_batch_with_an_error_event_alone(impl: ModuleType) -> None
 
 
 @pytest.mark.parametrize("impl", IMPLEMENTATIONS)
+def test_wrap_leaves_the_batch_alone_when_a_value_cannot_become_bytes(impl: ModuleType) -> None:
+    # Values are read as the records are made (a text value, from a consumer with deserializers, that
+    # is no UTF-8 fails there): the list keeps its messages, none half replaced.
+    msgs = [
+        confluent_kafka.Message(topic="t", partition=0, offset=i, value="v" if i < 2 else "\udcff")
+        for i in range(3)
+    ]
+    before = list(msgs)
+    with pytest.raises(UnicodeEncodeError):
+        impl.wrap(msgs, "t")
+    assert all(a is b for a, b in zip(msgs, before, strict=True))
+
+
+@pytest.mark.parametrize("impl", IMPLEMENTATIONS)
 def test_text_keys_values_and_headers_become_bytes(impl: ModuleType) -> None:
     # A consumer with deserializers could hand out str; the Record's fields are bytes, as before.
     msg = confluent_kafka.Message(

@@ -2,17 +2,20 @@
 
 A Record is either *message-backed* or *value-backed*:
 
-- message-backed: made by wrap() from a message the client handed out. It holds that message (one
-  pointer) and answers each field by calling the message's accessor (value(), offset(), ...), so a
-  record costs one small allocation and nothing is read that the application does not read. Headers
-  are converted on first read and kept. wrap() replaces the messages of the client's list in place.
+- message-backed: made by wrap() from a message the client handed out. It holds that message and its
+  value, read when the record is made (the field nearly every consume loop reads, kept in a slot the
+  interpreter reads without a call), and answers every other field by calling the message's accessor
+  (offset(), key(), ...) when read, so a record costs one small allocation and no other field is read
+  before the application reads it. Headers are converted on first read and kept. wrap() replaces the
+  messages of the client's list in place.
 - value-backed: made by Record(...) (users, tests, unpickling, _replace). It holds a tuple of its
   fields.
 
 Records are not tracked by the garbage collector: a consume loop then allocates no more container
 objects than the client's own messages, and the collector's young generation never fills up in it (a
-collection per batch otherwise). A message-backed record refers to a message only, which refers to
-strings and bytes, so it cannot be part of a reference cycle; a value-backed record whose fields are not
+collection per batch otherwise). A message-backed record refers to a message and the value that message
+holds, which refer to strings and bytes, so it cannot be part of a reference cycle (any through the
+value would pass through the message too); a value-backed record whose fields are not
 all plain values (a list, say, that might refer back to it) is made as the GC-tracked subtype instead.
 
 This module imports no client library: it calls the methods of the objects it is given. Message
@@ -21,6 +24,7 @@ without arguments (otherwise, and for any other type, through a normal method ca
 */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
+#include <structmember.h>
 
 enum { F_TOPIC, F_PARTITION, F_OFFSET, F_KEY, F_VALUE, F_TIMESTAMP_MS, F_TIMESTAMP_TYPE, F_HEADERS, NFIELDS };
 static const char *const FIELD_NAMES[NFIELDS] = {
@@ -36,6 +40,7 @@ static const char *const METHOD_NAMES[NMETHODS] = {
 
 typedef struct {
     PyObject_HEAD
+    PyObject *value;   /* the value field, of either kind: a slot (see Record_members) */
     PyObject *msg;     /* message-backed: the client's message; NULL when value-backed */
     PyObject *fields;  /* value-backed: a tuple of NFIELDS; NULL when message-backed */
     PyObject *headers; /* message-backed: the headers once read; NULL until then */
@@ -167,7 +172,8 @@ static PyObject *message_field(RecordObject *self, int index) {
     case F_KEY:
         return as_bytes(call(msg, M_KEY));
     case F_VALUE:
-        return as_bytes(call(msg, M_VALUE));
+        Py_INCREF(self->value);
+        return self->value;
     case F_TIMESTAMP_MS:
     case F_TIMESTAMP_TYPE:
         stamp = call(msg, M_TIMESTAMP);
@@ -268,8 +274,11 @@ static PyObject *get_topic_partition(RecordObject *self, void *unused) {
 static RecordObject *free_head;
 static int free_count;
 
-/* A message-backed record of `msg` (the reference is the caller's to give). */
+/* A message-backed record of `msg` (the reference is the caller's to give, and stays the caller's when
+   NULL is returned). */
 static inline RecordObject *new_record(PyObject *msg) {
+    PyObject *value = as_bytes(call(msg, M_VALUE));
+    if (value == NULL) return NULL;
     RecordObject *record = free_head;
     if (record != NULL) {
         free_head = (RecordObject *)record->msg;
@@ -277,8 +286,12 @@ static inline RecordObject *new_record(PyObject *msg) {
         PyObject_Init((PyObject *)record, &RecordType);
     } else {
         record = PyObject_New(RecordObject, &RecordType);
-        if (record == NULL) return NULL;
+        if (record == NULL) {
+            Py_DECREF(value);
+            return NULL;
+        }
     }
+    record->value = value;
     record->msg = msg;
     record->fields = NULL;
     record->headers = NULL;
@@ -314,6 +327,8 @@ static PyObject *from_fields(PyTypeObject *type, PyObject *fields) {
         return NULL;
     }
     self->fields = fields; /* msg and headers are NULL (tp_alloc zeroes) */
+    self->value = PyTuple_GET_ITEM(fields, F_VALUE);
+    Py_INCREF(self->value);
     return (PyObject *)self;
 }
 
@@ -335,6 +350,7 @@ static PyObject *Record_new(PyTypeObject *type, PyObject *args, PyObject *kwds) 
 }
 
 static void Record_dealloc(RecordObject *self) {
+    Py_XDECREF(self->value);
     Py_XDECREF(self->msg);
     Py_XDECREF(self->fields);
     Py_XDECREF(self->headers);
@@ -348,6 +364,7 @@ static void Record_dealloc(RecordObject *self) {
 }
 
 static int Tracked_traverse(RecordObject *self, visitproc visit, void *arg) {
+    Py_VISIT(self->value);
     Py_VISIT(self->msg);
     Py_VISIT(self->fields);
     Py_VISIT(self->headers);
@@ -355,6 +372,7 @@ static int Tracked_traverse(RecordObject *self, visitproc visit, void *arg) {
 }
 
 static int Tracked_clear(RecordObject *self) {
+    Py_CLEAR(self->value);
     Py_CLEAR(self->msg);
     Py_CLEAR(self->fields);
     Py_CLEAR(self->headers);
@@ -598,12 +616,17 @@ static PyGetSetDef Record_getset[] = {
     {"partition", (getter)get_field, NULL, NULL, (void *)(intptr_t)F_PARTITION},
     {"offset", (getter)get_field, NULL, NULL, (void *)(intptr_t)F_OFFSET},
     {"key", (getter)get_field, NULL, NULL, (void *)(intptr_t)F_KEY},
-    {"value", (getter)get_field, NULL, NULL, (void *)(intptr_t)F_VALUE},
     {"timestamp_ms", (getter)get_field, NULL, "None when the broker gave no timestamp.",
      (void *)(intptr_t)F_TIMESTAMP_MS},
     {"timestamp_type", (getter)get_field, NULL, NULL, (void *)(intptr_t)F_TIMESTAMP_TYPE},
     {"headers", (getter)get_field, NULL, "(name, value) pairs.", (void *)(intptr_t)F_HEADERS},
     {"topic_partition", (getter)get_topic_partition, NULL, "TopicPartition(topic, partition).", NULL},
+    {NULL}};
+
+/* The value is the field a consume loop reads for every record: a slot, which the interpreter reads
+   without a call (a specialized attribute load), where the other fields go through a getter. */
+static PyMemberDef Record_members[] = {
+    {"value", T_OBJECT_EX, offsetof(RecordObject, value), READONLY, NULL},
     {NULL}};
 
 static PySequenceMethods Record_as_sequence = {
@@ -640,6 +663,7 @@ static PyTypeObject RecordType = {
     .tp_richcompare = Record_richcompare,
     .tp_iter = (getiterfunc)Record_iter,
     .tp_methods = Record_methods,
+    .tp_members = Record_members,
     .tp_getset = Record_getset,
     .tp_new = Record_new,
 };
@@ -758,7 +782,13 @@ static PyObject *wrap(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
     }
     for (Py_ssize_t i = 0; i < n; i++) { /* the records take over the list's references to the messages */
         RecordObject *record = new_record(PyList_GET_ITEM(msgs, i));
-        if (record == NULL) { /* the list then holds records and messages: unusable */
+        if (record == NULL) { /* out of memory, or a text value that is no UTF-8: the messages back */
+            for (Py_ssize_t j = 0; j < i; j++) {
+                RecordObject *made = (RecordObject *)PyList_GET_ITEM(msgs, j);
+                Py_INCREF(made->msg);
+                PyList_SET_ITEM(msgs, j, made->msg);
+                Py_DECREF(made);
+            }
             Py_CLEAR(result);
             goto done;
         }
