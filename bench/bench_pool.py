@@ -90,6 +90,36 @@ def machine_busy_s() -> float:
     return (user + nice + system + irq + softirq + steal) * TICK_S
 
 
+def _thread_group(pid: int, tid: str, comm: str) -> str:
+    if tid == str(pid):
+        return "main thread"
+    if comm.startswith("rdk:broker"):
+        return "rdk:broker*"
+    return comm if comm.startswith("rdk:") else "other threads"
+
+
+def threads(pid: int) -> dict[str, tuple[float, int]]:
+    """CPU seconds and context switches (voluntary + involuntary: how often a thread went to sleep or was
+    preempted) per thread group of ``pid`` so far, from /proc/PID/task/TID/stat and status: the main
+    thread, librdkafka's ``rdk:main`` and ``rdk:broker*`` threads, the rest together. A thread that
+    ended between two samples takes its CPU time with it (the groups here live as long as the client)."""
+    out: dict[str, tuple[float, int]] = {}
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        try:
+            stat = (task / "stat").read_text()
+            status = (task / "status").read_text()
+        except OSError:  # the thread ended
+            continue
+        comm = stat[stat.index("(") + 1 : stat.rindex(")")]
+        fields = stat.rsplit(")", 1)[1].split()
+        cpu = (int(fields[11]) + int(fields[12])) * TICK_S
+        switches = sum(int(line.split()[1]) for line in status.splitlines() if "ctxt_switches" in line)
+        group = _thread_group(pid, task.name, comm)
+        was_cpu, was_switches = out.get(group, (0.0, 0))
+        out[group] = (was_cpu + cpu, was_switches + switches)
+    return out
+
+
 def _work_share(iterations: int, records: int, done: Any) -> None:
     for _ in range(records):
         work(iterations)
@@ -149,25 +179,38 @@ def one_read(
     pod.start()
     sampled: list[tuple[str, tuple[float, float, float]]] = []
     # CPU over the read's middle (from 20 % to 80 % handled, so start-up and the tail are left out):
-    # (wall, the pod's consuming processes, the broker, the whole machine) at each end.
+    # (wall, the pod's consuming processes, the broker, the whole machine) at each end, and the split
+    # (per thread group of each consuming process, the supervisor, this script, the handler's work loop).
     cpu: list[tuple[float, float, float, float]] = []
+    splits: list[dict[str, tuple[float, int]]] = []
 
     def consuming() -> list[int]:
         assert pod.proc is not None
         return [pod.proc.pid] if plain else [w["pid"] for w in pod.workers() if w["pid"]]
 
-    def cpu_sample() -> None:
-        pods = sum(process_cpu_s(pid) for pid in consuming())
+    def cpu_sample(handled: int) -> None:
+        pids = consuming()
+        pods = sum(process_cpu_s(pid) for pid in pids)
         cpu.append((time.monotonic(), pods, process_cpu_s(broker_pid), machine_busy_s()))
+        split: dict[str, tuple[float, int]] = {"records": (0.0, handled), "work loop": (pod.work_cpu_s(), 0)}
+        for pid in pids:
+            for group, (seconds, switches) in threads(pid).items():
+                was = split.get(f"worker {group}", (0.0, 0))
+                split[f"worker {group}"] = (was[0] + seconds, was[1] + switches)
+        assert pod.proc is not None
+        if not plain:
+            split["supervisor"] = (process_cpu_s(pod.proc.pid), 0)
+        split["bench script"] = (process_cpu_s(os.getpid()), 0)
+        splits.append(split)
 
     try:
 
         def done() -> bool:
             handled = sum(count for _, count, _, _ in pod.batches())
             if not cpu and handled >= records * 0.2:
-                cpu_sample()
+                cpu_sample(handled)
             if not sampled and handled >= records * 0.8:  # memory once, near the end of the read
-                cpu_sample()
+                cpu_sample(handled)
                 assert pod.proc is not None
                 pids = [("main", pod.proc.pid)] if plain else [("supervisor", pod.proc.pid)]
                 pids += [("worker", w["pid"]) for w in pod.workers() if w["pid"]]
@@ -186,7 +229,16 @@ def one_read(
         "broker": (broker1 - broker0) / span,
         "machine": (busy1 - busy0) / span,
     }
-    return {"rate": records / wall, "memory": sampled, "exit": code, "cores": cores}
+    # per group: cores over the middle of the read, and context switches per 1,000 records
+    first, last = splits[0], splits[-1]
+    middle = last["records"][1] - first["records"][1]
+    split = {
+        group: ((last[group][0] - first[group][0]) / span, (last[group][1] - first[group][1]) * 1e3 / middle)
+        for group in last
+        if group in first and group != "records"
+    }
+    split["records/s"] = (middle / span, 0.0)
+    return {"rate": records / wall, "memory": sampled, "exit": code, "cores": cores, "split": split}
 
 
 def throughput(bootstrap: str, args: argparse.Namespace, workdir: Path, broker_pid: int) -> None:
@@ -263,6 +315,47 @@ def throughput(bootstrap: str, args: argparse.Namespace, workdir: Path, broker_p
             f"{spread([r['cores']['machine'] for r in results], 2)} | {spread(per_core)} | "
             f"{spread([p / b for p, b in zip(per_core, per_core_base, strict=True)], 2)} |"
         )
+    print_split(got)
+
+
+def print_split(got: dict[str, list[dict[str, Any]]]) -> None:
+    """Where the cores went over the middle of each read: the consuming processes' thread groups (the
+    main thread split into the handler's work loop and the rest: the library's loop, record conversion,
+    commits), the supervisor, this script (its /proc polling), the broker; and CPU microseconds per record
+    of each, so a pool of 2 compares with a pool of 1 per record."""
+    print(
+        "\nThe split over the middle of each read: cores busy (CPU microseconds per record handled) "
+        "[context switches per 1,000 records]; medians over the rounds"
+    )
+    groups = sorted({g for results in got.values() for r in results for g in r["split"]} - {"records/s"})
+    print("| group | " + " | ".join(got) + " |")
+    print("|---|" + "---|" * len(got))
+
+    def cell(results: list[dict[str, Any]], group: str) -> str:
+        rows = [r["split"] for r in results if group in r["split"]]
+        if not rows:
+            return "-"
+        cores = statistics.median(row[group][0] for row in rows)
+        per_record = statistics.median(row[group][0] / row["records/s"][0] * 1e6 for row in rows)
+        switches = statistics.median(row[group][1] for row in rows)
+        return f"{cores:.2f} ({per_record:.1f} us)" + (f" [{switches:.0f}]" if switches else "")
+
+    minus = "worker main thread minus the work loop"
+    for group in [minus, *groups]:
+        cells = [
+            cell([{"split": {**r["split"], minus: _minus(r["split"])}} for r in results], group)
+            for results in got.values()
+        ]
+        print(f"| {group} | " + " | ".join(cells) + " |")
+    broker = [statistics.median(r["cores"]["broker"] for r in results) for results in got.values()]
+    print("| broker (JVM) | " + " | ".join(f"{b:.2f}" for b in broker) + " |")
+    rates = [statistics.median(r["split"]["records/s"][0] for r in results) for results in got.values()]
+    print("| records/s over the middle | " + " | ".join(f"{x:,.0f}" for x in rates) + " |")
+
+
+def _minus(split: dict[str, tuple[float, float]]) -> tuple[float, float]:
+    main, work = split["worker main thread"], split["work loop"]
+    return (main[0] - work[0], 0.0)
 
 
 # --------------------------------------------------------------------------------------------- restarts
