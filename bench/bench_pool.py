@@ -82,12 +82,14 @@ def memory(pid: int) -> tuple[float, float, float]:
 TICK_S = 1 / os.sysconf("SC_CLK_TCK")
 
 
-def machine_busy_s() -> float:
-    """CPU seconds every core of the machine spent not idle (nor waiting for I/O), from /proc/stat."""
+def machine_busy_s() -> tuple[float, float]:
+    """CPU seconds every core of the machine spent not idle (nor waiting for I/O), and of those the
+    seconds the hypervisor ran something else while this VM's cores wanted to run (steal), from
+    /proc/stat. Linux does not count stolen time into any process's CPU time."""
     user, nice, system, _idle, _iowait, irq, softirq, steal = map(
         int, Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:9]
     )
-    return (user + nice + system + irq + softirq + steal) * TICK_S
+    return (user + nice + system + irq + softirq + steal) * TICK_S, steal * TICK_S
 
 
 def _thread_group(pid: int, tid: str, comm: str) -> str:
@@ -121,18 +123,20 @@ def threads(pid: int) -> dict[str, tuple[float, int]]:
 
 
 def _work_share(iterations: int, records: int, done: Any) -> None:
+    cpu = time.thread_time()
     for _ in range(records):
         work(iterations)
-    done.put(time.monotonic())
+    done.put((time.monotonic(), (time.thread_time() - cpu) / records))
 
 
-def machine_ceiling(iterations: int, records: int) -> float:
+def machine_ceiling(iterations: int, records: int) -> tuple[float, float, float]:
     """The control without Kafka: the handler's work for ``records`` records in 2 plain processes at once
     (half each) against 1 process doing all of it; the rate ratio is what this machine's two cores give
-    two CPU-bound Python processes, the ceiling for a pool of 2."""
+    two CPU-bound Python processes, the ceiling for a pool of 2. Also the CPU microseconds the work took
+    per record with 1 process and with 2 (the same loop is slower when both cores are busy)."""
     context = multiprocessing.get_context("fork")
 
-    def rate(processes: int) -> float:
+    def rate(processes: int) -> tuple[float, float]:
         done = context.Queue()
         share = records // processes
         children = [
@@ -141,12 +145,14 @@ def machine_ceiling(iterations: int, records: int) -> float:
         began = time.monotonic()
         for child in children:
             child.start()
-        ended: float = max(done.get(timeout=600) for _ in children)
+        got = [done.get(timeout=600) for _ in children]
         for child in children:
             child.join(timeout=60)
-        return share * processes / (ended - began)
+        ended = max(at for at, _ in got)
+        return share * processes / (ended - began), statistics.mean(us for _, us in got) * 1e6
 
-    return rate(2) / rate(1)
+    (two, two_us), (one, one_us) = rate(2), rate(1)
+    return two / one, one_us, two_us
 
 
 def settings(bootstrap: str, group: str, topic: str, protocol: str = "classic") -> dict[str, Any]:
@@ -181,7 +187,7 @@ def one_read(
     # CPU over the read's middle (from 20 % to 80 % handled, so start-up and the tail are left out):
     # (wall, the pod's consuming processes, the broker, the whole machine) at each end, and the split
     # (per thread group of each consuming process, the supervisor, this script, the handler's work loop).
-    cpu: list[tuple[float, float, float, float]] = []
+    cpu: list[tuple[float, float, float, tuple[float, float]]] = []
     splits: list[dict[str, tuple[float, int]]] = []
 
     def consuming() -> list[int]:
@@ -222,12 +228,13 @@ def one_read(
         code = pod.stop(timeout_s=60)
     batches = pod.batches()
     wall = max(b[3] for b in batches) - min(b[2] for b in batches)
-    (t0, pods0, broker0, busy0), (t1, pods1, broker1, busy1) = cpu[0], cpu[-1]
+    (t0, pods0, broker0, (busy0, steal0)), (t1, pods1, broker1, (busy1, steal1)) = cpu[0], cpu[-1]
     span = t1 - t0
     cores = {
         "pod": (pods1 - pods0) / span,
         "broker": (broker1 - broker0) / span,
         "machine": (busy1 - busy0) / span,
+        "steal": (steal1 - steal0) / span,
     }
     # per group: cores over the middle of the read, and context switches per 1,000 records
     first, last = splits[0], splits[-1]
@@ -244,29 +251,39 @@ def one_read(
 def throughput(bootstrap: str, args: argparse.Namespace, workdir: Path, broker_pid: int) -> None:
     iterations = calibrate(args.work_us / 1e6)
     print(f"work: {iterations} iterations per record = {args.work_us:g} us of CPU time (calibrated)")
+    began, broker, (busy, _) = time.monotonic(), process_cpu_s(broker_pid), machine_busy_s()
+    time.sleep(5)  # the broker with no client: its own floor (controller, GC, timers)
+    span = time.monotonic() - began
+    print(
+        f"broker idle (no client, 5 s): {(process_cpu_s(broker_pid) - broker) / span:.2f} cores; "
+        f"whole machine {(machine_busy_s()[0] - busy) / span:.2f} cores busy"
+    )
     got: dict[str, list[dict[str, Any]]] = {kind: [] for kind in KINDS}
     ceilings: list[float] = []
+    control_us: list[tuple[float, float]] = []
     for number in range(args.runs + 1):
         order = list(KINDS) if number % 2 else list(KINDS)[::-1]
         row = {
             kind: one_read(bootstrap, kind, args.records, args.partitions, iterations, workdir, broker_pid)
             for kind in order
         }
-        ceiling = machine_ceiling(iterations, args.records // 4)
+        ceiling, one_us, two_us = machine_ceiling(iterations, args.records // 4)
         label = "warm-up" if number == 0 else f"round {number}"
         print(
             f"  {label} (load {load()}): "
             + ", ".join(
                 f"{k} {r['rate']:,.0f}/s (cores: pod {r['cores']['pod']:.2f}, "
-                f"broker {r['cores']['broker']:.2f}, machine {r['cores']['machine']:.2f})"
+                f"broker {r['cores']['broker']:.2f}, machine {r['cores']['machine']:.2f}, "
+                f"stolen {r['cores']['steal']:.2f}; work loop {work_us(r):.1f} us CPU/record)"
                 for k, r in row.items()
             )
-            + f"; without Kafka, 2 processes / 1: {ceiling:.2f}"
+            + f"; without Kafka, 2 processes / 1: {ceiling:.2f} (work loop {one_us:.1f} / {two_us:.1f} us)"
         )
         if number:
             for kind, result in row.items():
                 got[kind].append(result)
             ceilings.append(ceiling)
+            control_us.append((one_us, two_us))
     base = [r["rate"] for r in got["pool, 1 process"]]
     plain = [r["rate"] for r in got["plain pod main"]]
     print(
@@ -294,7 +311,9 @@ def throughput(bootstrap: str, args: argparse.Namespace, workdir: Path, broker_p
     print(
         f"\nThe control without Kafka (the same work per record, 1/4 of the records, in 2 plain processes "
         f"against 1): {spread(ceilings, 2)}; the pool of 2's ratio to it, round by round: "
-        f"{spread([p / c for p, c in zip(pool, ceilings, strict=True)], 2)}"
+        f"{spread([p / c for p, c in zip(pool, ceilings, strict=True)], 2)}; the control's work loop took "
+        f"{spread([one for one, _ in control_us], 1)} us of CPU per record in 1 process, "
+        f"{spread([two for _, two in control_us], 1)} in each of 2 at once"
     )
     # The machine's share: how many of its cores the pod's consuming processes got (the broker, the
     # producer-less read's librdkafka threads and this script take the rest), and the rate per such core.
@@ -303,19 +322,27 @@ def throughput(bootstrap: str, args: argparse.Namespace, workdir: Path, broker_p
         "consuming processes used"
     )
     print(
-        "| pod | pod's processes | broker | whole machine | records/s per pod core | per core, to 1 process |"
+        "| pod | pod's processes | broker | whole machine | stolen by the hypervisor | records/s per pod "
+        "core | per core, to 1 process |"
     )
-    print("|---|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|---|")
     per_core_base = [r["rate"] / r["cores"]["pod"] for r in got["pool, 1 process"]]
     for kind, results in got.items():
         per_core = [r["rate"] / r["cores"]["pod"] for r in results]
         print(
             f"| {kind} | {spread([r['cores']['pod'] for r in results], 2)} | "
             f"{spread([r['cores']['broker'] for r in results], 2)} | "
-            f"{spread([r['cores']['machine'] for r in results], 2)} | {spread(per_core)} | "
+            f"{spread([r['cores']['machine'] for r in results], 2)} | "
+            f"{spread([r['cores']['steal'] for r in results], 2)} | {spread(per_core)} | "
             f"{spread([p / b for p, b in zip(per_core, per_core_base, strict=True)], 2)} |"
         )
     print_split(got)
+
+
+def work_us(result: dict[str, Any]) -> float:
+    """CPU microseconds the handler's work loop took per record over the middle of the read."""
+    split = result["split"]
+    return float(split["work loop"][0] / split["records/s"][0] * 1e6)
 
 
 def print_split(got: dict[str, list[dict[str, Any]]]) -> None:
