@@ -315,6 +315,19 @@ def throughput(bootstrap: str, args: argparse.Namespace, workdir: Path, broker_p
         f"{spread([one for one, _ in control_us], 1)} us of CPU per record in 1 process, "
         f"{spread([two for _, two in control_us], 1)} in each of 2 at once"
     )
+    # The same loop runs at different speeds minutes apart on a shared VM (the calibration, the control and
+    # the work loop's CPU per record say so), and the two reads of a ratio run minutes apart: the cores
+    # the pods kept in their handler's loop compare the pods without that drift.
+    loop_cores = [
+        two["split"]["work loop"][0] / one["split"]["work loop"][0]
+        for two, one in zip(got["pool, 2 processes"], got["pool, 1 process"], strict=True)
+    ]
+    loop_us = {kind: spread([work_us(r) for r in results], 1) for kind, results in got.items()}
+    print(
+        f"Cores kept in the handler's work loop over the middle of the read, pool of 2 / pool of 1: "
+        f"{spread(loop_cores, 2)}; the work loop's CPU per record: "
+        + ", ".join(f"{kind} {us} us" for kind, us in loop_us.items())
+    )
     # The machine's share: how many of its cores the pod's consuming processes got (the broker, the
     # producer-less read's librdkafka threads and this script take the rest), and the rate per such core.
     print(
