@@ -37,10 +37,12 @@ from __future__ import annotations
 import argparse
 import multiprocessing
 import os
+import re
 import statistics
 import tempfile
 import time
 import uuid
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -100,7 +102,15 @@ def _thread_group(pid: int, tid: str, comm: str) -> str:
     return comm if comm.startswith("rdk:") else "other threads"
 
 
-def threads(pid: int) -> dict[str, tuple[float, int]]:
+def jvm_thread_group(pid: int, tid: str, comm: str) -> str:
+    """A JVM thread's name without its number (``GC Thread#1``, ``data-plane-kafka-network-thread-1``
+    cut to 15 characters by Linux): the broker's request handlers, network threads, GC, JIT, ..."""
+    return re.sub(r"[-#]?\d+$", "", comm) or comm
+
+
+def threads(
+    pid: int, grouping: Callable[[int, str, str], str] = _thread_group
+) -> dict[str, tuple[float, int]]:
     """CPU seconds and context switches (voluntary + involuntary: how often a thread went to sleep or was
     preempted) per thread group of ``pid`` so far, from /proc/PID/task/TID/stat and status: the main
     thread, librdkafka's ``rdk:main`` and ``rdk:broker*`` threads, the rest together. A thread that
@@ -116,7 +126,7 @@ def threads(pid: int) -> dict[str, tuple[float, int]]:
         fields = stat.rsplit(")", 1)[1].split()
         cpu = (int(fields[11]) + int(fields[12])) * TICK_S
         switches = sum(int(line.split()[1]) for line in status.splitlines() if "ctxt_switches" in line)
-        group = _thread_group(pid, task.name, comm)
+        group = grouping(pid, task.name, comm)
         was_cpu, was_switches = out.get(group, (0.0, 0))
         out[group] = (was_cpu + cpu, was_switches + switches)
     return out
@@ -207,6 +217,8 @@ def one_read(
         if not plain:
             split["supervisor"] = (process_cpu_s(pod.proc.pid), 0)
         split["bench script"] = (process_cpu_s(os.getpid()), 0)
+        for group, (seconds, switches) in threads(broker_pid, jvm_thread_group).items():
+            split[f"broker: {group}"] = (seconds, switches)
         splits.append(split)
 
     try:
@@ -368,6 +380,16 @@ def print_split(got: dict[str, list[dict[str, Any]]]) -> None:
         "[context switches per 1,000 records]; medians over the rounds"
     )
     groups = sorted({g for results in got.values() for r in results for g in r["split"]} - {"records/s"})
+    # the broker's thread groups that used at least 0.01 cores in the median round of some pod
+    groups = [
+        g
+        for g in groups
+        if not g.startswith("broker: ")
+        or any(
+            statistics.median(r["split"].get(g, (0.0, 0))[0] for r in results) >= 0.01
+            for results in got.values()
+        )
+    ]
     print("| group | " + " | ".join(got) + " |")
     print("|---|" + "---|" * len(got))
 
