@@ -22,7 +22,12 @@ read (20-80 % of the records handled), from /proc, and the rate per core the pod
 2-core machine the broker and librdkafka's threads take part of the second core, which the ratio of rates
 counts against the pool and the rate per core does not. And per round the control without Kafka: the
 same work per record in 2 plain processes against 1 (what the machine's two cores give two CPU-bound
-Python processes), with the pool's ratio to it.
+Python processes), with the pool's ratio to it. The split: each consuming process's CPU per thread group
+(/proc/PID/task: the main thread, with the handler's work loop timed apart by the handler, librdkafka's
+rdk:main and rdk:broker* threads, the rest) and context switches, the supervisor, this script, the
+broker per JVM thread group, the hypervisor's steal time; and the cores the pool of 2 kept in the
+handler's loop over the pool of 1's, which the host's CPU speed drifting between two reads cannot move.
+No producer runs during a read.
 
 restart: per run and protocol, two pods of 2 workers (app-<run>-0, app-<run>-1) on 8 partitions, a
 producer writing 200 records/s; (a) a rolling restart of the first (SIGTERM, wait for its exit, start it
