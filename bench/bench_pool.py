@@ -22,7 +22,12 @@ read (20-80 % of the records handled), from /proc, and the rate per core the pod
 2-core machine the broker and librdkafka's threads take part of the second core, which the ratio of rates
 counts against the pool and the rate per core does not. And per round the control without Kafka: the
 same work per record in 2 plain processes against 1 (what the machine's two cores give two CPU-bound
-Python processes), with the pool's ratio to it.
+Python processes), with the pool's ratio to it. The split: each consuming process's CPU per thread group
+(/proc/PID/task: the main thread, with the handler's work loop timed apart by the handler, librdkafka's
+rdk:main and rdk:broker* threads, the rest) and context switches, the supervisor, this script, the
+broker per JVM thread group, the hypervisor's steal time; and the cores the pool of 2 kept in the
+handler's loop over the pool of 1's, which the host's CPU speed drifting between two reads cannot move.
+No producer runs during a read.
 
 restart: per run and protocol, two pods of 2 workers (app-<run>-0, app-<run>-1) on 8 partitions, a
 producer writing 200 records/s; (a) a rolling restart of the first (SIGTERM, wait for its exit, start it
@@ -37,10 +42,12 @@ from __future__ import annotations
 import argparse
 import multiprocessing
 import os
+import re
 import statistics
 import tempfile
 import time
 import uuid
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -82,27 +89,69 @@ def memory(pid: int) -> tuple[float, float, float]:
 TICK_S = 1 / os.sysconf("SC_CLK_TCK")
 
 
-def machine_busy_s() -> float:
-    """CPU seconds every core of the machine spent not idle (nor waiting for I/O), from /proc/stat."""
+def machine_busy_s() -> tuple[float, float]:
+    """CPU seconds every core of the machine spent not idle (nor waiting for I/O), and of those the
+    seconds the hypervisor ran something else while this VM's cores wanted to run (steal), from
+    /proc/stat. Linux does not count stolen time into any process's CPU time."""
     user, nice, system, _idle, _iowait, irq, softirq, steal = map(
         int, Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:9]
     )
-    return (user + nice + system + irq + softirq + steal) * TICK_S
+    return (user + nice + system + irq + softirq + steal) * TICK_S, steal * TICK_S
+
+
+def _thread_group(pid: int, tid: str, comm: str) -> str:
+    if tid == str(pid):
+        return "main thread"
+    if comm.startswith("rdk:broker"):
+        return "rdk:broker*"
+    return comm if comm.startswith("rdk:") else "other threads"
+
+
+def jvm_thread_group(pid: int, tid: str, comm: str) -> str:
+    """A JVM thread's name without its number (``GC Thread#1``, ``data-plane-kafka-network-thread-1``
+    cut to 15 characters by Linux): the broker's request handlers, network threads, GC, JIT, ..."""
+    return re.sub(r"[-#]?\d+$", "", comm) or comm
+
+
+def threads(
+    pid: int, grouping: Callable[[int, str, str], str] = _thread_group
+) -> dict[str, tuple[float, int]]:
+    """CPU seconds and context switches (voluntary + involuntary: how often a thread went to sleep or was
+    preempted) per thread group of ``pid`` so far, from /proc/PID/task/TID/stat and status: the main
+    thread, librdkafka's ``rdk:main`` and ``rdk:broker*`` threads, the rest together. A thread that
+    ended between two samples takes its CPU time with it (the groups here live as long as the client)."""
+    out: dict[str, tuple[float, int]] = {}
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        try:
+            stat = (task / "stat").read_text()
+            status = (task / "status").read_text()
+        except OSError:  # the thread ended
+            continue
+        comm = stat[stat.index("(") + 1 : stat.rindex(")")]
+        fields = stat.rsplit(")", 1)[1].split()
+        cpu = (int(fields[11]) + int(fields[12])) * TICK_S
+        switches = sum(int(line.split()[1]) for line in status.splitlines() if "ctxt_switches" in line)
+        group = grouping(pid, task.name, comm)
+        was_cpu, was_switches = out.get(group, (0.0, 0))
+        out[group] = (was_cpu + cpu, was_switches + switches)
+    return out
 
 
 def _work_share(iterations: int, records: int, done: Any) -> None:
+    cpu = time.thread_time()
     for _ in range(records):
         work(iterations)
-    done.put(time.monotonic())
+    done.put((time.monotonic(), (time.thread_time() - cpu) / records))
 
 
-def machine_ceiling(iterations: int, records: int) -> float:
+def machine_ceiling(iterations: int, records: int) -> tuple[float, float, float]:
     """The control without Kafka: the handler's work for ``records`` records in 2 plain processes at once
     (half each) against 1 process doing all of it; the rate ratio is what this machine's two cores give
-    two CPU-bound Python processes, the ceiling for a pool of 2."""
+    two CPU-bound Python processes, the ceiling for a pool of 2. Also the CPU microseconds the work took
+    per record with 1 process and with 2 (the same loop is slower when both cores are busy)."""
     context = multiprocessing.get_context("fork")
 
-    def rate(processes: int) -> float:
+    def rate(processes: int) -> tuple[float, float]:
         done = context.Queue()
         share = records // processes
         children = [
@@ -111,12 +160,14 @@ def machine_ceiling(iterations: int, records: int) -> float:
         began = time.monotonic()
         for child in children:
             child.start()
-        ended: float = max(done.get(timeout=600) for _ in children)
+        got = [done.get(timeout=600) for _ in children]
         for child in children:
             child.join(timeout=60)
-        return share * processes / (ended - began)
+        ended = max(at for at, _ in got)
+        return share * processes / (ended - began), statistics.mean(us for _, us in got) * 1e6
 
-    return rate(2) / rate(1)
+    (two, two_us), (one, one_us) = rate(2), rate(1)
+    return two / one, one_us, two_us
 
 
 def settings(bootstrap: str, group: str, topic: str, protocol: str = "classic") -> dict[str, Any]:
@@ -149,25 +200,40 @@ def one_read(
     pod.start()
     sampled: list[tuple[str, tuple[float, float, float]]] = []
     # CPU over the read's middle (from 20 % to 80 % handled, so start-up and the tail are left out):
-    # (wall, the pod's consuming processes, the broker, the whole machine) at each end.
-    cpu: list[tuple[float, float, float, float]] = []
+    # (wall, the pod's consuming processes, the broker, the whole machine) at each end, and the split
+    # (per thread group of each consuming process, the supervisor, this script, the handler's work loop).
+    cpu: list[tuple[float, float, float, tuple[float, float]]] = []
+    splits: list[dict[str, tuple[float, int]]] = []
 
     def consuming() -> list[int]:
         assert pod.proc is not None
         return [pod.proc.pid] if plain else [w["pid"] for w in pod.workers() if w["pid"]]
 
-    def cpu_sample() -> None:
-        pods = sum(process_cpu_s(pid) for pid in consuming())
+    def cpu_sample(handled: int) -> None:
+        pids = consuming()
+        pods = sum(process_cpu_s(pid) for pid in pids)
         cpu.append((time.monotonic(), pods, process_cpu_s(broker_pid), machine_busy_s()))
+        split: dict[str, tuple[float, int]] = {"records": (0.0, handled), "work loop": (pod.work_cpu_s(), 0)}
+        for pid in pids:
+            for group, (seconds, switches) in threads(pid).items():
+                was = split.get(f"worker {group}", (0.0, 0))
+                split[f"worker {group}"] = (was[0] + seconds, was[1] + switches)
+        assert pod.proc is not None
+        if not plain:
+            split["supervisor"] = (process_cpu_s(pod.proc.pid), 0)
+        split["bench script"] = (process_cpu_s(os.getpid()), 0)
+        for group, (seconds, switches) in threads(broker_pid, jvm_thread_group).items():
+            split[f"broker: {group}"] = (seconds, switches)
+        splits.append(split)
 
     try:
 
         def done() -> bool:
             handled = sum(count for _, count, _, _ in pod.batches())
             if not cpu and handled >= records * 0.2:
-                cpu_sample()
+                cpu_sample(handled)
             if not sampled and handled >= records * 0.8:  # memory once, near the end of the read
-                cpu_sample()
+                cpu_sample(handled)
                 assert pod.proc is not None
                 pids = [("main", pod.proc.pid)] if plain else [("supervisor", pod.proc.pid)]
                 pids += [("worker", w["pid"]) for w in pod.workers() if w["pid"]]
@@ -179,42 +245,62 @@ def one_read(
         code = pod.stop(timeout_s=60)
     batches = pod.batches()
     wall = max(b[3] for b in batches) - min(b[2] for b in batches)
-    (t0, pods0, broker0, busy0), (t1, pods1, broker1, busy1) = cpu[0], cpu[-1]
+    (t0, pods0, broker0, (busy0, steal0)), (t1, pods1, broker1, (busy1, steal1)) = cpu[0], cpu[-1]
     span = t1 - t0
     cores = {
         "pod": (pods1 - pods0) / span,
         "broker": (broker1 - broker0) / span,
         "machine": (busy1 - busy0) / span,
+        "steal": (steal1 - steal0) / span,
     }
-    return {"rate": records / wall, "memory": sampled, "exit": code, "cores": cores}
+    # per group: cores over the middle of the read, and context switches per 1,000 records
+    first, last = splits[0], splits[-1]
+    middle = last["records"][1] - first["records"][1]
+    split = {
+        group: ((last[group][0] - first[group][0]) / span, (last[group][1] - first[group][1]) * 1e3 / middle)
+        for group in last
+        if group in first and group != "records"
+    }
+    split["records/s"] = (middle / span, 0.0)
+    return {"rate": records / wall, "memory": sampled, "exit": code, "cores": cores, "split": split}
 
 
 def throughput(bootstrap: str, args: argparse.Namespace, workdir: Path, broker_pid: int) -> None:
     iterations = calibrate(args.work_us / 1e6)
     print(f"work: {iterations} iterations per record = {args.work_us:g} us of CPU time (calibrated)")
+    began, broker, (busy, _) = time.monotonic(), process_cpu_s(broker_pid), machine_busy_s()
+    time.sleep(5)  # the broker with no client: its own floor (controller, GC, timers)
+    span = time.monotonic() - began
+    print(
+        f"broker idle (no client, 5 s): {(process_cpu_s(broker_pid) - broker) / span:.2f} cores; "
+        f"whole machine {(machine_busy_s()[0] - busy) / span:.2f} cores busy"
+    )
     got: dict[str, list[dict[str, Any]]] = {kind: [] for kind in KINDS}
     ceilings: list[float] = []
+    control_us: list[tuple[float, float]] = []
     for number in range(args.runs + 1):
         order = list(KINDS) if number % 2 else list(KINDS)[::-1]
         row = {
             kind: one_read(bootstrap, kind, args.records, args.partitions, iterations, workdir, broker_pid)
             for kind in order
         }
-        ceiling = machine_ceiling(iterations, args.records // 4)
+        ceiling, one_us, two_us = machine_ceiling(iterations, args.records // 4)
         label = "warm-up" if number == 0 else f"round {number}"
         print(
             f"  {label} (load {load()}): "
             + ", ".join(
                 f"{k} {r['rate']:,.0f}/s (cores: pod {r['cores']['pod']:.2f}, "
-                f"broker {r['cores']['broker']:.2f}, machine {r['cores']['machine']:.2f})"
+                f"broker {r['cores']['broker']:.2f}, machine {r['cores']['machine']:.2f}, "
+                f"stolen {r['cores']['steal']:.2f}; work loop {work_us(r):.1f} us CPU/record)"
                 for k, r in row.items()
             )
-            + f"; without Kafka, 2 processes / 1: {ceiling:.2f}"
+            + f"; without Kafka, 2 processes / 1: {ceiling:.2f} (work loop {one_us:.1f} / {two_us:.1f} us)"
         )
         if number:
             for kind, result in row.items():
                 got[kind].append(result)
             ceilings.append(ceiling)
+            control_us.append((one_us, two_us))
     base = [r["rate"] for r in got["pool, 1 process"]]
     plain = [r["rate"] for r in got["plain pod main"]]
     print(
@@ -242,7 +328,22 @@ def throughput(bootstrap: str, args: argparse.Namespace, workdir: Path, broker_p
     print(
         f"\nThe control without Kafka (the same work per record, 1/4 of the records, in 2 plain processes "
         f"against 1): {spread(ceilings, 2)}; the pool of 2's ratio to it, round by round: "
-        f"{spread([p / c for p, c in zip(pool, ceilings, strict=True)], 2)}"
+        f"{spread([p / c for p, c in zip(pool, ceilings, strict=True)], 2)}; the control's work loop took "
+        f"{spread([one for one, _ in control_us], 1)} us of CPU per record in 1 process, "
+        f"{spread([two for _, two in control_us], 1)} in each of 2 at once"
+    )
+    # The same loop runs at different speeds minutes apart on a shared VM (the calibration, the control and
+    # the work loop's CPU per record say so), and the two reads of a ratio run minutes apart: the cores
+    # the pods kept in their handler's loop compare the pods without that drift.
+    loop_cores = [
+        two["split"]["work loop"][0] / one["split"]["work loop"][0]
+        for two, one in zip(got["pool, 2 processes"], got["pool, 1 process"], strict=True)
+    ]
+    loop_us = {kind: spread([work_us(r) for r in results], 1) for kind, results in got.items()}
+    print(
+        f"Cores kept in the handler's work loop over the middle of the read, pool of 2 / pool of 1: "
+        f"{spread(loop_cores, 2)}; the work loop's CPU per record: "
+        + ", ".join(f"{kind} {us} us" for kind, us in loop_us.items())
     )
     # The machine's share: how many of its cores the pod's consuming processes got (the broker, the
     # producer-less read's librdkafka threads and this script take the rest), and the rate per such core.
@@ -251,18 +352,77 @@ def throughput(bootstrap: str, args: argparse.Namespace, workdir: Path, broker_p
         "consuming processes used"
     )
     print(
-        "| pod | pod's processes | broker | whole machine | records/s per pod core | per core, to 1 process |"
+        "| pod | pod's processes | broker | whole machine | stolen by the hypervisor | records/s per pod "
+        "core | per core, to 1 process |"
     )
-    print("|---|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|---|")
     per_core_base = [r["rate"] / r["cores"]["pod"] for r in got["pool, 1 process"]]
     for kind, results in got.items():
         per_core = [r["rate"] / r["cores"]["pod"] for r in results]
         print(
             f"| {kind} | {spread([r['cores']['pod'] for r in results], 2)} | "
             f"{spread([r['cores']['broker'] for r in results], 2)} | "
-            f"{spread([r['cores']['machine'] for r in results], 2)} | {spread(per_core)} | "
+            f"{spread([r['cores']['machine'] for r in results], 2)} | "
+            f"{spread([r['cores']['steal'] for r in results], 2)} | {spread(per_core)} | "
             f"{spread([p / b for p, b in zip(per_core, per_core_base, strict=True)], 2)} |"
         )
+    print_split(got)
+
+
+def work_us(result: dict[str, Any]) -> float:
+    """CPU microseconds the handler's work loop took per record over the middle of the read."""
+    split = result["split"]
+    return float(split["work loop"][0] / split["records/s"][0] * 1e6)
+
+
+def print_split(got: dict[str, list[dict[str, Any]]]) -> None:
+    """Where the cores went over the middle of each read: the consuming processes' thread groups (the
+    main thread split into the handler's work loop and the rest: the library's loop, record conversion,
+    commits), the supervisor, this script (its /proc polling), the broker; and CPU microseconds per record
+    of each, so a pool of 2 compares with a pool of 1 per record."""
+    print(
+        "\nThe split over the middle of each read: cores busy (CPU microseconds per record handled) "
+        "[context switches per 1,000 records]; medians over the rounds"
+    )
+    groups = sorted({g for results in got.values() for r in results for g in r["split"]} - {"records/s"})
+    # the broker's thread groups that used at least 0.01 cores in the median round of some pod
+    groups = [
+        g
+        for g in groups
+        if not g.startswith("broker: ")
+        or any(
+            statistics.median(r["split"].get(g, (0.0, 0))[0] for r in results) >= 0.01
+            for results in got.values()
+        )
+    ]
+    print("| group | " + " | ".join(got) + " |")
+    print("|---|" + "---|" * len(got))
+
+    def cell(results: list[dict[str, Any]], group: str) -> str:
+        rows = [r["split"] for r in results if group in r["split"]]
+        if not rows:
+            return "-"
+        cores = statistics.median(row[group][0] for row in rows)
+        per_record = statistics.median(row[group][0] / row["records/s"][0] * 1e6 for row in rows)
+        switches = statistics.median(row[group][1] for row in rows)
+        return f"{cores:.2f} ({per_record:.1f} us)" + (f" [{switches:.0f}]" if switches else "")
+
+    minus = "worker main thread minus the work loop"
+    for group in [minus, *groups]:
+        cells = [
+            cell([{"split": {**r["split"], minus: _minus(r["split"])}} for r in results], group)
+            for results in got.values()
+        ]
+        print(f"| {group} | " + " | ".join(cells) + " |")
+    broker = [statistics.median(r["cores"]["broker"] for r in results) for results in got.values()]
+    print("| broker (JVM) | " + " | ".join(f"{b:.2f}" for b in broker) + " |")
+    rates = [statistics.median(r["split"]["records/s"][0] for r in results) for results in got.values()]
+    print("| records/s over the middle | " + " | ".join(f"{x:,.0f}" for x in rates) + " |")
+
+
+def _minus(split: dict[str, tuple[float, float]]) -> tuple[float, float]:
+    main, work = split["worker main thread"], split["work loop"]
+    return (main[0] - work[0], 0.0)
 
 
 # --------------------------------------------------------------------------------------------- restarts

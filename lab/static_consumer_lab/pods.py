@@ -161,9 +161,15 @@ class PoolPod:
             return []
         rows = []
         for line in self.batches_file.read_text().splitlines():
-            who, count, began, ended = line.split(" ")
+            who, count, began, ended, _ = line.split(" ")
             rows.append((who, int(count), float(began), float(ended)))
         return rows
+
+    def work_cpu_s(self) -> float:
+        """CPU seconds the handler's work loop took so far, over every batch of every worker."""
+        if not self.batches_file.exists():
+            return 0.0
+        return sum(float(line.rsplit(" ", 1)[1]) for line in self.batches_file.read_text().splitlines())
 
     def describe(self) -> str:
         code = None if self.proc is None else self.proc.poll()

@@ -6,7 +6,8 @@ what it does comes from the environment:
 - ``POOL_APP_WORK_ITERATIONS``: pure-Python work per record (a loop of that many iterations; the
   benchmark calibrates it to CPU time per record, so the work is the same whatever the load);
 - ``POOL_APP_RECORDS``: append ``topic partition offset instance_id`` per record to this file;
-- ``POOL_APP_BATCHES``: append ``instance_id records started ended`` (wall clock) per batch to this file.
+- ``POOL_APP_BATCHES``: append ``instance_id records started ended work_cpu`` per batch to this file
+  (started and ended wall clock; work_cpu the CPU seconds of this thread the work loop took).
 
 Each worker opens the files in ``setup`` (after the fork) with O_APPEND and writes a batch in one call,
 so the workers of a pod can share them. ``python -m static_consumer_lab.pool_app`` is the same handler
@@ -64,17 +65,20 @@ def setup(info: WorkerInfo) -> None:
 
 
 def handle(batch: list[Record]) -> None:
-    started = time.time()
+    started, cpu = time.time(), time.thread_time()
     iterations = _worker["iterations"]
     if iterations:
         for _ in batch:
             work(iterations)
+    cpu = time.thread_time() - cpu
     who = _worker["instance_id"]
     if _worker["records"] is not None:
         lines = "".join(f"{r.topic} {r.partition} {r.offset} {who}\n" for r in batch)
         os.write(_worker["records"], lines.encode())
     if _worker["batches"] is not None:
-        os.write(_worker["batches"], f"{who} {len(batch)} {started:.6f} {time.time():.6f}\n".encode())
+        os.write(
+            _worker["batches"], f"{who} {len(batch)} {started:.6f} {time.time():.6f} {cpu:.6f}\n".encode()
+        )
 
 
 def main() -> int:
