@@ -398,8 +398,8 @@ def print_split(got: dict[str, list[dict[str, Any]]]) -> None:
     print("| group | " + " | ".join(got) + " |")
     print("|---|" + "---|" * len(got))
 
-    def cell(results: list[dict[str, Any]], group: str) -> str:
-        rows = [r["split"] for r in results if group in r["split"]]
+    def cell(splits: list[dict[str, tuple[float, float]]], group: str) -> str:
+        rows = [split for split in splits if group in split]
         if not rows:
             return "-"
         cores = statistics.median(row[group][0] for row in rows)
@@ -408,11 +408,9 @@ def print_split(got: dict[str, list[dict[str, Any]]]) -> None:
         return f"{cores:.2f} ({per_record:.1f} us)" + (f" [{switches:.0f}]" if switches else "")
 
     minus = "worker main thread minus the work loop"
+    with_minus = [[{**r["split"], minus: _minus(r["split"])} for r in results] for results in got.values()]
     for group in [minus, *groups]:
-        cells = [
-            cell([{"split": {**r["split"], minus: _minus(r["split"])}} for r in results], group)
-            for results in got.values()
-        ]
+        cells = [cell(splits, group) for splits in with_minus]
         print(f"| {group} | " + " | ".join(cells) + " |")
     broker = [statistics.median(r["cores"]["broker"] for r in results) for results in got.values()]
     print("| broker (JVM) | " + " | ".join(f"{b:.2f}" for b in broker) + " |")

@@ -157,19 +157,20 @@ class PoolPod:
 
     def batches(self) -> list[tuple[str, int, float, float]]:
         """``(instance id, records, started, ended)`` per batch handled."""
-        if not self.batches_file.exists():
-            return []
-        rows = []
-        for line in self.batches_file.read_text().splitlines():
-            who, count, began, ended, _ = line.split(" ")
-            rows.append((who, int(count), float(began), float(ended)))
-        return rows
+        return [
+            (who, int(count), float(began), float(ended))
+            for who, count, began, ended, _ in self._batch_lines()
+        ]
 
     def work_cpu_s(self) -> float:
         """CPU seconds the handler's work loop took so far, over every batch of every worker."""
+        return sum(float(work_cpu) for *_, work_cpu in self._batch_lines())
+
+    def _batch_lines(self) -> list[list[str]]:
+        """The batches file's lines, split: ``instance_id records started ended work_cpu`` (pool_app)."""
         if not self.batches_file.exists():
-            return 0.0
-        return sum(float(line.rsplit(" ", 1)[1]) for line in self.batches_file.read_text().splitlines())
+            return []
+        return [line.split(" ") for line in self.batches_file.read_text().splitlines()]
 
     def describe(self) -> str:
         code = None if self.proc is None else self.proc.poll()
