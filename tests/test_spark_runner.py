@@ -4,6 +4,7 @@ returned, nothing committed when fn fails, revoked partitions never reach fn, ba
 from __future__ import annotations
 
 import logging
+import threading
 import time
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -25,10 +26,16 @@ class Clock:
 
     def __init__(self, tick: float = 0.05) -> None:
         self.now, self.tick = 0.0, tick
+        self._lock = threading.Lock()  # read by the runner thread and by fn's thread
 
     def __call__(self) -> float:
-        self.now += self.tick
-        return self.now
+        with self._lock:
+            self.now += self.tick
+            return self.now
+
+    def advance(self, seconds: float) -> None:
+        with self._lock:
+            self.now += seconds
 
 
 class FakeSpark:
@@ -237,11 +244,26 @@ def test_a_slow_batch_warns_and_shrinks_the_next_ones(caplog: pytest.LogCaptureF
         max_poll_interval_ms=60_000,
     )
     original = sink.__call__
+    # Batch 0 ends only once batch 1 was taken (a spy, no change to the runner): otherwise the thread
+    # schedule decides whether batch 1 is cut before or after the shrink.
+    taken: list[int] = []
+    second_taken = threading.Event()
+    next_batch = runner._next_batch
+
+    def spy() -> Any:
+        batch = next_batch()
+        if batch is not None:
+            taken.append(len(batch[0]))
+            if len(taken) == 2:
+                second_taken.set()
+        return batch
 
     def slow(df: Any, info: BatchInfo) -> None:
         original(df, info)
-        clock.now += 40.0  # over half of the 60 s max.poll.interval
+        assert second_taken.wait(10.0), "batch 1 was never taken"
+        clock.advance(40.0)  # over half of the 60 s max.poll.interval
 
+    runner._next_batch = spy  # type: ignore[method-assign]
     runner._attempts._fn = slow
     with caplog.at_level(logging.WARNING, logger="static_consumer.spark.runner"):
         runner.run(max_batches=3)
