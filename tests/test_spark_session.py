@@ -19,7 +19,6 @@ def test_public_names() -> None:
     assert sorted(spark_pkg.__all__) == sorted(
         [
             "KAFKA_SCHEMA",
-            "KEY_COLUMNS",
             "BatchFn",
             "BatchInfo",
             "BatchKey",
@@ -33,7 +32,6 @@ def test_public_names() -> None:
             "MicroBatchRunner",
             "OffsetRange",
             "RunSummary",
-            "SinkConflictError",
             "SparkSessionStoppedError",
             "delta_conf",
             "records_to_table",
