@@ -246,15 +246,16 @@ def test_a_slow_batch_warns_and_shrinks_the_next_ones(caplog: pytest.LogCaptureF
     original = sink.__call__
     # Batch 0 ends only once batch 1 was taken (a spy, no change to the runner): otherwise the thread
     # schedule decides whether batch 1 is cut before or after the shrink.
-    taken: list[int] = []
+    taken = 0
     second_taken = threading.Event()
     next_batch = runner._next_batch
 
     def spy() -> Any:
+        nonlocal taken
         batch = next_batch()
         if batch is not None:
-            taken.append(len(batch[0]))
-            if len(taken) == 2:
+            taken += 1
+            if taken == 2:
                 second_taken.set()
         return batch
 
