@@ -13,6 +13,7 @@ server JVM (``/proc``) per million records say what cores a rate would take else
 from __future__ import annotations
 
 import statistics
+import tempfile
 import time
 import uuid
 from typing import Any
@@ -27,7 +28,7 @@ FETCH: dict[str, Any] = {"fetch.message.max.bytes": 10 * 1024 * 1024, "queued.mi
 
 
 def pods_round(
-    server: SparkConnectServer, bootstrap: str, topic: str, pods: int, args: Any
+    server: SparkConnectServer, bootstrap: str, topic: str, pods: int, args: Any, handoff: str = "arrow"
 ) -> dict[str, float]:
     group = f"bench-pods-{uuid.uuid4().hex[:8]}"
     settings = {
@@ -46,6 +47,9 @@ def pods_round(
                 "remote": server.url,
                 "settings": {**settings, "instance_id": f"bench-{i}"},
                 "sink": "noop",
+                "handoff": handoff,
+                # The server reads the pods' Parquet files: on one machine any directory is shared.
+                "handoff_dir": tempfile.gettempdir() if handoff == "parquet" else None,
                 "max_records": args.batch_records,
                 "max_wait_s": 2.0,
                 "idle_timeout_s": None,  # ends on SIGTERM once every record was handed over (below)
@@ -81,7 +85,10 @@ def pods_round(
     last = max(e["ts"] for pod in started for e in pod.events("batch"))
     return {
         "seconds": last - first,
-        "pod_cpu_s": sum(pod.events("summary")[0]["cpu_s"] for pod in started),
+        # From ready (session made, interpreter and imports done) to the end: what a running pod spends.
+        "pod_cpu_s": sum(
+            pod.events("summary")[0]["cpu_s"] - pod.events("ready")[0]["cpu_s"] for pod in started
+        ),
         "server_cpu_s": process_cpu_s(server.pid) - server_cpu,
         "twice": records - args.records,  # handed over again after a partition moved during formation
     }
@@ -123,18 +130,22 @@ def run(args: Any, bootstrap: str, topic: str, jars: list[str]) -> None:
             f"Spark Connect server {spark.version} ({args.server_master}) "
             f"started in {server.start_seconds:.1f} s"
         )
+        handoffs = args.pod_handoffs.split(",")
         native_round(spark, server, bootstrap, topic)  # warm-up: JIT, the connector's classes
-        pods_round(server, bootstrap, topic, 1, args)
-        results: dict[str, list[dict[str, float]]] = {"native": [], **{f"{n} pod(s)": [] for n in counts}}
+        for handoff in handoffs:
+            pods_round(server, bootstrap, topic, 1, args, handoff)
+        rounds = [(n, h) for n in counts for h in handoffs]
+        names = {(n, h): f"{n} pod(s) {h}" for n, h in rounds}
+        results: dict[str, list[dict[str, float]]] = {"native": [], **{names[r]: [] for r in rounds}}
         for repeat in range(1, args.repeats + 1):
             line = []
             result = native_round(spark, server, bootstrap, topic)
             results["native"].append(result)
             line.append(f"native {result['seconds']:.2f} s")
-            for n in counts:
-                result = pods_round(server, bootstrap, topic, n, args)
-                results[f"{n} pod(s)"].append(result)
-                line.append(f"{n} pod(s) {result['seconds']:.2f} s")
+            for n, h in rounds if repeat % 2 else reversed(rounds):
+                result = pods_round(server, bootstrap, topic, n, args, h)
+                results[names[(n, h)]].append(result)
+                line.append(f"{names[(n, h)]} {result['seconds']:.2f} s")
             print(f"repeat {repeat}: " + ", ".join(line))
         spark.stop()
     report(results, args.records)
@@ -143,7 +154,7 @@ def run(args: Any, bootstrap: str, topic: str, jars: list[str]) -> None:
 def report(results: dict[str, list[dict[str, float]]], records: int) -> None:
     native = statistics.median(r["seconds"] for r in results["native"])
     print(
-        f"{'reader':<12} {'median rows/s':>14} {'spread rows/s':>23} {'/native':>8} "
+        f"{'reader':<20} {'median rows/s':>14} {'spread rows/s':>23} {'/native':>8} "
         f"{'pod CPU s/M':>12} {'server CPU s/M':>15} {'twice (max)':>12}"
     )
     for name, rounds in results.items():
@@ -155,7 +166,7 @@ def report(results: dict[str, list[dict[str, float]]], records: int) -> None:
         pod_cpu = statistics.median(r["pod_cpu_s"] for r in rounds) * per_m
         server_cpu = statistics.median(r["server_cpu_s"] for r in rounds) * per_m
         print(
-            f"{name:<12} {median:>14,.0f} {low:>11,.0f}-{high:<11,.0f} {ratio:>8.2f} "
+            f"{name:<20} {median:>14,.0f} {low:>11,.0f}-{high:<11,.0f} {ratio:>8.2f} "
             f"{pod_cpu:>12.1f} {server_cpu:>15.1f} {max(r.get('twice', 0) for r in rounds):>12,.0f}"
         )
     print(

@@ -153,6 +153,11 @@ def main() -> None:
     parser.add_argument("--driver-memory", default=None, help="default: half the memory, 1-8 GiB")
     parser.add_argument("--pods", default=None, help="scale-out: pod counts to measure, e.g. 1,2,3")
     parser.add_argument("--server-master", default="local[2]", help="--pods: the Connect server's master")
+    parser.add_argument(
+        "--pod-handoffs",
+        default="arrow,parquet",
+        help="--pods: handoffs to measure (parquet: files in a directory the server reads, handoff_dir)",
+    )
     args = parser.parse_args()
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
 

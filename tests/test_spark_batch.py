@@ -130,3 +130,11 @@ def test_take_gives_a_record_over_the_byte_limit_alone_and_never_nothing() -> No
     assert [r.offset for r in batch.take(10, 20).records] == [1]
     assert len(batch.take(10, 20)) == 0
 
+
+def test_prepended_records_come_out_first() -> None:
+    newer, older = PendingBatch(), PendingBatch()
+    newer.add([rec(0, 5), rec(0, 6)])
+    older.add([rec(0, 3), rec(0, 4)])
+    newer.prepend(older)
+    assert [r.offset for r in newer.take(3, 1_000).records] == [3, 4, 5]
+    assert newer.offsets() == {P0: OffsetRange(6, 6)} and newer.count == 1

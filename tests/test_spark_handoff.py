@@ -105,3 +105,36 @@ def test_batch_directories_of_dead_processes_are_removed(tmp_path: Path) -> None
     assert not gone.exists() and mine.exists() and other.exists()
     assert elsewhere.exists()  # another host's process cannot be asked whether it still runs
     maker.close()
+
+
+class ConnectConf:
+    """The part of a Spark Connect session's ``conf`` the handoff uses."""
+
+    def __init__(self, threshold: str | None) -> None:
+        self.values = (
+            {} if threshold is None else {"spark.sql.session.localRelationCacheThreshold": threshold}
+        )
+
+    def get(self, key: str) -> str:
+        return self.values[key]  # KeyError: a server without the setting
+
+    def set(self, key: str, value: str) -> None:
+        self.values[key] = value
+
+
+class ConnectSession:
+    def __init__(self, threshold: str | None) -> None:
+        self.conf = ConnectConf(threshold)
+
+    def createDataFrame(self, data: Any) -> Any:  # noqa: N802 - Spark's name
+        return data
+
+
+@pytest.mark.parametrize(
+    ("before", "after"),
+    [("1048576", str(64 * 1024 * 1024)), (str(1 << 30), str(1 << 30)), (None, None)],
+)
+def test_spark_connect_batches_go_inside_the_plan_below_64_mib(before: str | None, after: str | None) -> None:
+    session = ConnectSession(before)
+    FrameMaker(session, "arrow")  # type: ignore[arg-type]
+    assert session.conf.values.get("spark.sql.session.localRelationCacheThreshold") == after

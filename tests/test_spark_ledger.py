@@ -64,9 +64,10 @@ def test_the_unfinished_batch_is_replayed_with_the_same_records_and_key(tmp_path
     kept = again.admit(chunk((0, 3), (0, 4), (1, 0), (0, 5), (0, 6), (1, 1), (1, 2)))
     assert pairs(kept) == [(0, 6), (1, 2)]  # newer than the batch: they wait for the next one
     assert again.replay_due(frozenset({P0, P1}), patience_s=30.0)
-    taken = again.take_replay()
+    taken = again.take_replay(1_000, 1 << 30)
     assert taken is not None
-    batch, key, replayed = taken
+    batch, key, replayed, rest = taken
+    assert not rest
     assert key == crashed_key and key.version > done_key.version
     assert sorted(r for c in batch.chunks for r in pairs(c)) == [(0, 3), (0, 4), (0, 5), (1, 0), (1, 1)]
     again.done(replayed)
@@ -93,7 +94,7 @@ def test_a_replay_waits_for_the_assignment_and_leaves_out_partitions_gone_elsewh
     assert not again.replay_due(frozenset(), patience_s=30.0)  # not assigned yet: wait
     again.admit(chunk((0, 0), (0, 1)))
     assert again.replay_due(frozenset({P0}), patience_s=30.0)  # p1 went to another member
-    taken = again.take_replay()
+    taken = again.take_replay(1_000, 1 << 30)
     assert taken is not None and set(taken[2].ranges) == {P0}
 
 
@@ -107,9 +108,9 @@ def test_a_replay_whose_records_do_not_all_come_back_marks_only_what_came(tmp_pa
     assert not again.replay_due(frozenset({P0}), patience_s=30.0)
     clock.now += 31.0
     assert again.replay_due(frozenset({P0}), patience_s=30.0)
-    taken = again.take_replay()
+    taken = again.take_replay(1_000, 1 << 30)
     assert taken is not None
-    _, replay_key, replayed = taken
+    _, replay_key, replayed, _ = taken
     assert replay_key == key  # the same key: a sink holding the batch skips it
     assert replayed.positions == {P0: 2}  # records 2-9 are written if they ever come, not lost
     again.done(replayed)
@@ -143,3 +144,19 @@ def test_a_new_checkpoint_draws_a_new_app_id(tmp_path: Path) -> None:
     first = Ledger(tmp_path / "a", "g", "orders-0")
     second = Ledger(tmp_path / "b", "g", "orders-0")
     assert first.app_id != second.app_id and first.app_id.startswith("static-consumer:g:orders-0:")
+
+
+def test_a_replay_over_lowered_limits_is_cut_and_the_rest_goes_to_the_next_batch(tmp_path: Path) -> None:
+    clock = Clock()
+    ledger = Ledger(tmp_path, "g", "orders-0", clock=clock)
+    key, _ = ledger.plan({P0: OffsetRange(0, 5)})  # planned under max_records=6; the pod restarts with 4
+    ledger.close()
+    again = Ledger(tmp_path, "g", "orders-0", clock=clock)
+    again.admit(chunk(*[(0, i) for i in range(6)]))
+    assert again.replay_due(frozenset({P0}), patience_s=30.0)
+    taken = again.take_replay(4, 1 << 30)
+    assert taken is not None
+    batch, replay_key, replayed, rest = taken
+    assert replay_key == key and [r for c in batch.chunks for r in pairs(c)] == [(0, i) for i in range(4)]
+    assert replayed.positions == {P0: 4}  # the cut-off records are written again with the next batch
+    assert [r for c in rest.chunks for r in pairs(c)] == [(0, 4), (0, 5)]

@@ -19,6 +19,7 @@ def test_public_names() -> None:
     assert sorted(spark_pkg.__all__) == sorted(
         [
             "KAFKA_SCHEMA",
+            "KEY_COLUMNS",
             "BatchFn",
             "BatchInfo",
             "BatchKey",
@@ -32,6 +33,7 @@ def test_public_names() -> None:
             "MicroBatchRunner",
             "OffsetRange",
             "RunSummary",
+            "SinkConflictError",
             "SparkSessionStoppedError",
             "delta_conf",
             "records_to_table",

@@ -21,9 +21,8 @@ class BatchLimits:
     the record limit of the following batches, not below ``min_records`` (default 1,000); it grows
     back while batches are fast.
 
-    Every batch holds ``max_records`` and ``max_bytes`` (a single record over ``max_bytes`` goes alone;
-    the rest of what was collected waits for the next batch), except the replay of a batch a crash left
-    unfinished, which keeps its records under its key even if the limits were lowered since.
+    Every batch holds ``max_records`` and ``max_bytes``, replays included (a single record over
+    ``max_bytes`` goes alone; the rest of what was collected waits for the next batch).
     """
 
     max_records: int = 100_000
@@ -106,6 +105,12 @@ class PendingBatch:
         self.sizes.append(size)
         self.count += len(chunk)
         self.bytes += size
+
+    def prepend(self, older: PendingBatch) -> None:
+        """Put ``older`` records before these (each partition's records stay in offset order)."""
+        self.chunks[:0], self.sizes[:0] = older.chunks, older.sizes
+        self.count += older.count
+        self.bytes += older.bytes
 
     def take(self, max_records: int, max_bytes: int) -> PendingBatch:
         """Remove and return the oldest records up to ``max_records`` and ``max_bytes`` (at least one

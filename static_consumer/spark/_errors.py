@@ -5,6 +5,8 @@
     StaticConsumerError
     ├── ConfigurationError
     │   └── CheckpointError          the checkpoint cannot be used as it is (exit 78)
+    ├── RetriableError
+    │   └── SinkConflictError        other writers kept the sink busy; the batch was not written (exit 75)
     └── SparkSessionStoppedError     the SparkSession (or its Spark Connect server) is gone (exit 75)
 """
 
@@ -13,7 +15,7 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from static_consumer.errors import EXIT_TEMPFAIL, ConfigurationError, StaticConsumerError
+from static_consumer.errors import EXIT_TEMPFAIL, ConfigurationError, RetriableError, StaticConsumerError
 
 log = logging.getLogger(__name__)
 
@@ -31,6 +33,13 @@ class SparkSessionStoppedError(StaticConsumerError):
 
 class CheckpointError(ConfigurationError):
     """The runner's checkpoint belongs to something else, or cannot be read or written."""
+
+
+class SinkConflictError(RetriableError):
+    """An exactly-once sink could not take the batch: other writers held its lock too long or kept
+    publishing the same partitions first (Parquet), or Delta kept refusing the commit for concurrent
+    ones, more often than the sink's attempts allow. Nothing of the batch was written or committed;
+    the runner's :class:`~static_consumer.spark.FailurePolicy` may call ``fn`` again."""
 
 
 def session_stopped(spark: Any, error: BaseException | None = None) -> bool:
@@ -68,4 +77,4 @@ def _server_gone(error: BaseException | None) -> bool:
     return False
 
 
-__all__ = ["CheckpointError", "SparkSessionStoppedError", "session_stopped"]
+__all__ = ["CheckpointError", "SinkConflictError", "SparkSessionStoppedError", "session_stopped"]

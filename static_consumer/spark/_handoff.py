@@ -1,10 +1,11 @@
 """How a batch's Arrow table becomes a Spark DataFrame.
 
 - ``arrow``: ``spark.createDataFrame(table)``. Works everywhere, including Spark Connect (the table
-  travels over gRPC). In classic Spark the Arrow batches ride inside the tasks, so big batches cost
-  driver memory; tables under ``spark.sql.execution.arrow.localRelationThreshold`` (default 48 MiB)
-  are even turned into rows on the driver, in one thread, which :func:`~.session.local_conf` avoids by
-  setting it to 0.
+  travels over gRPC, inside the plan below :data:`INLINE_BYTES`, see :func:`inline_batches`; the server
+  turns it into rows on its driver). In classic Spark the Arrow batches ride inside the tasks, so big
+  batches cost driver memory; tables under ``spark.sql.execution.arrow.localRelationThreshold``
+  (default 48 MiB) are even turned into rows on the driver, in one thread, which
+  :func:`~.session.local_conf` avoids by setting it to 0.
 - ``parquet``: the table is written (uncompressed) to a file and read back with Spark's vectorized
   Parquet reader under the same schema. The executors must read the file at the same path: a local
   session's executors share the driver's disk; for any other session (a cluster master, Spark Connect)
@@ -24,6 +25,7 @@
 from __future__ import annotations
 
 import itertools
+import logging
 import os
 import shutil
 import socket
@@ -43,6 +45,8 @@ from static_consumer.spark.session import is_local_master
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
     from pyspark.sql.types import StructType
+
+log = logging.getLogger(__name__)
 
 Handoff = Literal["auto", "arrow", "parquet"]
 Cleanup = Callable[[], None]
@@ -123,12 +127,37 @@ def _nothing() -> None:
     """Cleanup of an in-memory handoff."""
 
 
+# Spark Connect: PySpark uploads a table of spark.sql.session.localRelationCacheThreshold bytes or more
+# (Spark 4.2's server says 1 MiB) as artifacts first: cut into 1,024-row Arrow IPC chunks, each hashed
+# with SHA-256. For a 100,000-record batch (15 MB) that took 6.3 CPU s per million records in the pod,
+# against 0.7 for sending the table inside the plan, and the server's work was the same either way
+# (bench/measure_spark_connect.py, docs/spark.md). Below this size batches go inside the plan: half of the
+# server's default gRPC message limit (spark.connect.grpc.maxInboundMessageSize, 128 MiB).
+INLINE_BYTES = 64 * 1024 * 1024
+CACHE_THRESHOLD = "spark.sql.session.localRelationCacheThreshold"
+
+
+def inline_batches(spark: Any) -> None:
+    """Let a Spark Connect session send tables under :data:`INLINE_BYTES` inside the plan (see above);
+    a session whose threshold is that high already is left as it is."""
+    try:
+        current = int(spark.conf.get(CACHE_THRESHOLD))
+    except Exception as exc:  # noqa: BLE001 - an older server without the setting: nothing to tune
+        log.debug("%s unavailable: %r", CACHE_THRESHOLD, exc)
+        return
+    if current < INLINE_BYTES:
+        spark.conf.set(CACHE_THRESHOLD, str(INLINE_BYTES))
+        log.info("%s raised from %d to %d for this session", CACHE_THRESHOLD, current, INLINE_BYTES)
+
+
 class FrameMaker:
     """Turns Arrow tables into DataFrames by the chosen handoff; :meth:`close` removes its directory."""
 
     def __init__(self, spark: SessionLike, handoff: Handoff = "auto", directory: str | None = None) -> None:
         self._spark = spark
         self.handoff = choose(handoff, spark, directory)
+        if self.handoff == "arrow" and session_kind(spark) == "connect" and hasattr(spark, "conf"):
+            inline_batches(spark)
         self._dir: Path | None = None
         if self.handoff == "parquet":
             parent = Path(directory or tempfile.gettempdir())
@@ -151,4 +180,14 @@ class FrameMaker:
             shutil.rmtree(self._dir, ignore_errors=True)
 
 
-__all__ = ["FrameMaker", "Handoff", "SessionLike", "choose", "session_kind", "spark_schema", "sweep_dead"]
+__all__ = [
+    "INLINE_BYTES",
+    "FrameMaker",
+    "Handoff",
+    "SessionLike",
+    "choose",
+    "inline_batches",
+    "session_kind",
+    "spark_schema",
+    "sweep_dead",
+]

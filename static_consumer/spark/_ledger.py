@@ -254,11 +254,16 @@ class Ledger:
         complete = all(plan.reached.get(tp, -1) >= r.last for tp, r in plan.ranges.items())
         return complete or self._clock() - self._replay_since >= patience_s
 
-    def take_replay(self) -> tuple[PendingBatch, BatchKey, Plan] | None:
-        """The batch to replay with its key, or None when nothing of it is left (it is then dropped)."""
-        plan, batch = self._plan, self.replay
+    def take_replay(
+        self, max_records: int, max_bytes: int
+    ) -> tuple[PendingBatch, BatchKey, Plan, PendingBatch] | None:
+        """The batch to replay with its key, and the records of it beyond ``max_records``/``max_bytes``
+        (limits lowered since the crash; they go into the next batch, which has a key of its own); None
+        when nothing of it is left (it is then dropped)."""
+        plan, rest = self._plan, self.replay
         assert plan is not None
         self._plan, self.replay, self._replay_since = None, PendingBatch(), None
+        batch = rest.take(max_records, max_bytes)
         seen = batch.offsets()
         if not seen:
             log.warning("nothing of the batch %d to replay is left here; dropping it", plan.version)
@@ -276,7 +281,7 @@ class Ledger:
                 sorted(map(str, short)),
             )
         replayed = Plan(plan.version, dict(seen), positions)
-        return batch, BatchKey(self.app_id, plan.version), replayed
+        return batch, BatchKey(self.app_id, plan.version), replayed, rest
 
     def plan(self, ranges: Mapping[TopicPartition, OffsetRange]) -> tuple[BatchKey, Plan]:
         """Name a new batch and record it as pending before ``fn`` sees it."""

@@ -280,10 +280,12 @@ class MicroBatchRunner:
         if ledger is not None and ledger.replaying:
             if not self._replay_due():
                 return None
-            # Whole, even over limits lowered since the crash: a sink that holds the batch recognises it
-            # by its key, so a cut-off tail handed out under a new key would be written twice.
-            taken = ledger.take_replay()
-            return None if taken is None else (taken[0], (taken[1], taken[2]))
+            taken = ledger.take_replay(self._sizer.max_records, self._limits.max_bytes)
+            if taken is None:
+                return None
+            batch, key, plan, rest = taken
+            self._pending.prepend(rest)  # older than what waits there: each partition stays in order
+            return batch, (key, plan)
         if not self._pending:
             return None
         # Within the limits even when more was collected (records that waited for a replay to complete,

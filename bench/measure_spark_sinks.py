@@ -1,0 +1,196 @@
+"""What exactly-once costs per batch in each sink, side by side in one run (the numbers in docs/spark.md).
+
+    python bench/measure_spark_sinks.py [--records 100000] [--batches 8] [--repeats 3] [--writers 3]
+
+In one process, with embedded local Spark and Delta (``spark_session(delta=True)``), batches of
+``--records`` records (100 B values, 6 partitions, offsets continuing batch after batch) are written,
+``--batches`` per table and way, the ways interleaved batch by batch so load on the shared machine hits
+all of them alike; each repeat starts new tables:
+
+- ``delta append``: ``df.write.format("delta").mode("append")``, no exactly-once;
+- ``delta txnAppId``: the same with ``txnAppId``/``txnVersion`` per pod (the bridge's former scheme:
+  exactly-once only while a partition stays with its pod);
+- ``delta MERGE``: :func:`~static_consumer.spark.write_delta` (MERGE on topic, partition, offset);
+- ``delta MERGE, partitioned``: the same on a table partitioned by ``partition``;
+- ``parquet append``: ``df.write.mode("append").parquet``, no exactly-once;
+- ``parquet log``: :func:`~static_consumer.spark.write_parquet` (the commit log).
+
+Prints the median [min-max] seconds per batch of each (the first batch of each table, which creates
+it, apart), and the rows of the final tables as a check. Then ``--writers`` threads MERGE batches of
+their own partitions into one table at the same time, once unpartitioned and once partitioned by
+``partition``: how many MERGEs Delta refused for a concurrent commit (and were retried), and the time.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import statistics
+import tempfile
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from static_consumer.spark import (
+    BatchInfo,
+    OffsetRange,
+    records_to_table,
+    spark_session,
+    write_delta,
+    write_parquet,
+)
+from static_consumer.types import RecordBatch, TopicPartition
+
+PARTITIONS = 6
+
+
+def batch(
+    spark: Any, number: int, records: int, partitions: tuple[int, ...] = tuple(range(PARTITIONS))
+) -> tuple[Any, BatchInfo]:
+    """Batch ``number`` of a stream: ``records`` records spread over ``partitions``, offsets following
+    the previous batch's."""
+    per = records // len(partitions)
+    parts = [p for p in partitions for _ in range(per)]
+    offsets = [number * per + i for _ in partitions for i in range(per)]
+    n = len(parts)
+    rb = RecordBatch(
+        ["bench"] * n, parts, offsets, [None] * n, [b"x" * 100] * n, [1_700_000_000_000] * n, [1] * n
+    )
+    ranges = {
+        TopicPartition("bench", p): OffsetRange(number * per, number * per + per - 1) for p in partitions
+    }
+    df = spark.createDataFrame(records_to_table(rb)).selectExpr(
+        "topic", "partition", "offset", "timestamp", "CAST(value AS STRING) AS body"
+    )
+    return df, BatchInfo(number, n, n * 100, ranges, "bench-0", 0.0)
+
+
+def ways(root: Path) -> dict[str, Callable[[Any, BatchInfo], object]]:
+    def delta_append(df: Any, info: BatchInfo) -> None:
+        df.write.format("delta").mode("append").save(str(root / "delta-append"))
+
+    def delta_txn(df: Any, info: BatchInfo) -> None:
+        (
+            df.write.format("delta")
+            .mode("append")
+            .option("txnAppId", "bench-0")
+            .option("txnVersion", str(info.batch_id + 1))
+            .save(str(root / "delta-txn"))
+        )
+
+    return {
+        "delta append": delta_append,
+        "delta txnAppId": delta_txn,
+        "delta MERGE": lambda df, info: write_delta(df, info, str(root / "delta-merge")),
+        "delta MERGE, partitioned": lambda df, info: write_delta(
+            df, info, str(root / "delta-merge-part"), partition_by=["partition"]
+        ),
+        "parquet append": lambda df, info: df.write.mode("append").parquet(str(root / "parquet-append")),
+        "parquet log": lambda df, info: write_parquet(df, info, str(root / "parquet-log")),
+    }
+
+
+def per_batch(spark: Any, args: Any) -> None:
+    seconds: dict[str, list[float]] = {}
+    created: dict[str, list[float]] = {}
+    for repeat in range(args.repeats):
+        root = Path(tempfile.mkdtemp(prefix="measure-sinks-"))
+        table = ways(root)
+        for number in range(args.batches):
+            order = list(table) if number % 2 == 0 else list(reversed(table))
+            for name in order:
+                df, info = batch(spark, number, args.records)
+                began = time.perf_counter()
+                table[name](df, info)
+                spent = time.perf_counter() - began
+                (created if number == 0 else seconds).setdefault(name, []).append(spent)
+        rows = {name: _rows(spark, root, name) for name in table}
+        print(f"repeat {repeat + 1}: rows per table {rows}")
+    runs = f"{args.repeats} x {args.batches - 1}"
+    print(f"seconds per batch of {args.records:,} records, median [min-max] of {runs}:")
+    base = statistics.median(seconds["delta append"])
+    for name, took in seconds.items():
+        first = statistics.median(created[name])
+        print(
+            f"  {name:<26} {statistics.median(took):.3f} [{min(took):.3f}-{max(took):.3f}]"
+            f"  x{statistics.median(took) / base:.2f} of delta append;  first (creates the table) {first:.3f}"
+        )
+
+
+def _rows(spark: Any, root: Path, name: str) -> int:
+    folder = {
+        "delta append": "delta-append",
+        "delta txnAppId": "delta-txn",
+        "delta MERGE": "delta-merge",
+        "delta MERGE, partitioned": "delta-merge-part",
+        "parquet append": "parquet-append",
+        "parquet log": "parquet-log",
+    }[name]
+    kind = "delta" if name.startswith("delta") else "parquet"
+    return int(spark.read.format(kind).load(str(root / folder)).count())
+
+
+def concurrent(spark: Any, args: Any) -> None:
+    for partitioned in (False, True):
+        retries, took, rows = _concurrent_round(spark, args, ["partition"] if partitioned else [])
+        merges = args.writers * args.batches
+        print(
+            f"{args.writers} writers x {args.batches} MERGEs of {args.records // args.writers:,} records, "
+            f"{'partitioned by partition' if partitioned else 'unpartitioned'}: {retries} retried for a "
+            f"concurrent commit ({retries / merges:.2f} per MERGE), {took:.1f} s, rows {rows:,}"
+        )
+
+
+def _concurrent_round(spark: Any, args: Any, partition_by: list[str]) -> tuple[int, float, int]:
+    """Writers MERGE batches of their own partitions into one new table at once: retries, seconds, rows."""
+    per_writer = PARTITIONS // args.writers
+    path = str(Path(tempfile.mkdtemp(prefix="measure-sinks-conc-")) / "t")
+    df, info = batch(spark, 0, 600)
+    write_delta(df, info, path, partition_by=partition_by)  # created up front
+    retries: list[float] = []
+    lock = threading.Lock()
+
+    def noted(wait: float) -> None:
+        with lock:
+            retries.append(wait)
+        time.sleep(wait)
+
+    def writer(w: int) -> None:
+        mine = tuple(range(w * per_writer, (w + 1) * per_writer))
+        for number in range(1, args.batches + 1):
+            df, info = batch(spark, number, args.records // args.writers, mine)
+            write_delta(df, info, path, partition_by=partition_by, sleep=noted)
+
+    began = time.perf_counter()
+    threads = [threading.Thread(target=writer, args=(w,)) for w in range(args.writers)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    took = time.perf_counter() - began
+    return len(retries), took, int(spark.read.format("delta").load(path).count())
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--records", type=int, default=100_000)
+    parser.add_argument("--batches", type=int, default=8)
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--writers", type=int, default=3)
+    args = parser.parse_args()
+    logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+    spark = spark_session(delta=True, conf={"spark.sql.shuffle.partitions": "2"})
+    try:
+        print(f"Spark {spark.version} local[*], driver memory {spark.conf.get('spark.driver.memory')}")
+        per_batch(spark, args)
+        concurrent(spark, args)
+    finally:
+        spark.stop()
+
+
+if __name__ == "__main__":
+    main()
