@@ -370,10 +370,13 @@ def test_the_spark_bridge_through_the_listener(
 
     def count(df: Any, info: BatchInfo) -> None:
         counted.append(df.count())
+        if sum(counted) >= SPARK_RECORDS:
+            runner.stop()  # everything is there: the batch in flight is committed, then run() returns
 
-    # Idle for 10 s: on a stock broker a first assignment can take a 5 s KIP-848 heartbeat or the classic
-    # group's 3 s initial delay, and the idle time counts from run()'s start.
-    summary = MicroBatchRunner(settings, count, spark=spark).run(idle_timeout_s=10.0)
+    # The idle timeout only bounds a failing run: on a stock broker a first assignment can take a 5 s
+    # KIP-848 heartbeat or the classic group's 3 s initial delay, and the idle time counts from run()'s start.
+    runner = MicroBatchRunner(settings, count, spark=spark)
+    summary = runner.run(idle_timeout_s=30.0)
     assert (summary.records, sum(counted)) == (SPARK_RECORDS, SPARK_RECORDS)
     committed = committed_offsets(cluster.bootstrap_servers, group, topic, 2)
     assert sum(committed.values()) == SPARK_RECORDS
