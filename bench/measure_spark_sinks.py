@@ -1,6 +1,7 @@
 """What exactly-once costs per batch in each sink, side by side in one run (the numbers in docs/spark.md).
 
     python bench/measure_spark_sinks.py [--records 100000] [--batches 8] [--repeats 3] [--writers 3]
+        [--parts per-batch,concurrent]
 
 In one process, with embedded local Spark and Delta (``spark_session(delta=True)``), batches of
 ``--records`` records (100 B values, 6 partitions, offsets continuing batch after batch) are written,
@@ -18,7 +19,8 @@ all of them alike; each repeat starts new tables:
 Prints the median [min-max] seconds per batch of each (the first batch of each table, which creates
 it, apart), and the rows of the final tables as a check. Then ``--writers`` threads MERGE batches of
 their own partitions into one table at the same time, once unpartitioned and once partitioned by
-``partition``: how many MERGEs Delta refused for a concurrent commit (and were retried), and the time.
+``partition``: how many MERGEs Delta refused for a concurrent commit (and were retried), and the time,
+next to the same MERGEs one writer after the other (``--parts concurrent`` runs only this part).
 """
 
 from __future__ import annotations
@@ -133,18 +135,27 @@ def _rows(spark: Any, root: Path, name: str) -> int:
 
 
 def concurrent(spark: Any, args: Any) -> None:
+    merges = args.writers * args.batches
     for partitioned in (False, True):
-        retries, took, rows = _concurrent_round(spark, args, ["partition"] if partitioned else [])
-        merges = args.writers * args.batches
-        print(
-            f"{args.writers} writers x {args.batches} MERGEs of {args.records // args.writers:,} records, "
-            f"{'partitioned by partition' if partitioned else 'unpartitioned'}: {retries} retried for a "
-            f"concurrent commit ({retries / merges:.2f} per MERGE), {took:.1f} s, rows {rows:,}"
-        )
+        for at_once in (True, False):
+            retries, took, rows = _concurrent_round(
+                spark, args, ["partition"] if partitioned else [], at_once=at_once
+            )
+            size = args.records // args.writers
+            print(
+                f"{args.writers} writers x {args.batches} MERGEs of {size:,} records, "
+                f"{'partitioned by partition' if partitioned else 'unpartitioned'}, "
+                f"{'at the same time' if at_once else 'one writer after the other'}: {retries} retried for "
+                f"a concurrent commit ({retries / merges:.2f} per MERGE), {took:.1f} s "
+                f"({took / merges:.2f} s per MERGE), rows {rows:,}"
+            )
 
 
-def _concurrent_round(spark: Any, args: Any, partition_by: list[str]) -> tuple[int, float, int]:
-    """Writers MERGE batches of their own partitions into one new table at once: retries, seconds, rows."""
+def _concurrent_round(
+    spark: Any, args: Any, partition_by: list[str], *, at_once: bool
+) -> tuple[int, float, int]:
+    """Writers MERGE batches of their own partitions into one new table, at once (threads) or one after
+    the other: retries, seconds, rows."""
     per_writer = PARTITIONS // args.writers
     path = str(Path(tempfile.mkdtemp(prefix="measure-sinks-conc-")) / "t")
     df, info = batch(spark, 0, 600)
@@ -164,11 +175,15 @@ def _concurrent_round(spark: Any, args: Any, partition_by: list[str]) -> tuple[i
             write_delta(df, info, path, partition_by=partition_by, sleep=noted)
 
     began = time.perf_counter()
-    threads = [threading.Thread(target=writer, args=(w,)) for w in range(args.writers)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
+    if at_once:
+        threads = [threading.Thread(target=writer, args=(w,)) for w in range(args.writers)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+    else:
+        for w in range(args.writers):
+            writer(w)
     took = time.perf_counter() - began
     return len(retries), took, int(spark.read.format("delta").load(path).count())
 
@@ -181,13 +196,20 @@ def main() -> None:
     parser.add_argument("--batches", type=int, default=8)
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--writers", type=int, default=3)
+    parser.add_argument("--parts", default="per-batch,concurrent", help="which parts to run, in order")
     args = parser.parse_args()
+    parts = args.parts.split(",")
+    unknown = sorted(set(parts) - {"per-batch", "concurrent"})
+    if unknown:
+        parser.error(f"--parts: unknown {unknown}; per-batch, concurrent")
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
     spark = spark_session(delta=True, conf={"spark.sql.shuffle.partitions": "2"})
     try:
         print(f"Spark {spark.version} local[*], driver memory {spark.conf.get('spark.driver.memory')}")
-        per_batch(spark, args)
-        concurrent(spark, args)
+        if "per-batch" in parts:
+            per_batch(spark, args)
+        if "concurrent" in parts:
+            concurrent(spark, args)
     finally:
         spark.stop()
 
