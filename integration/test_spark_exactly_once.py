@@ -1,13 +1,13 @@
 """Bridge pods (child processes, static members) on one Spark and a real broker.
 
-On a Spark Connect server: the rows the bridge hands over equal Spark's own Kafka source on the same
-server; a clean SIGTERM restart leaves exactly the produced records in a plain Parquet sink; with a
-checkpoint the exactly-once sinks (Parquet with its commit log, Delta MERGE), written in the same pass,
-hold every record once after a ``kill -9`` in the window where a batch is written but neither
+On a Spark Connect server: the rows the bridge hands over, by either handoff, equal Spark's own Kafka
+source on the same server; a clean SIGTERM restart leaves exactly the produced records in a plain Parquet
+sink; with a checkpoint the exactly-once sinks (Parquet with its commit log, Delta MERGE), written in the
+same pass, hold every record once after a ``kill -9`` in the window where a batch is written but neither
 checkpointed nor committed, and the replayed batch carries the key it had; a stop() during a stuck batch
-returns within shutdown_timeout_s; a pod whose session dies exits 75 with SparkSessionStoppedError;
-batch progress reaches the JSONL event log. On a standalone master (each pod a driver of its own
-application): the Parquet sink holds every record once after a kill -9 mid-batch.
+returns within shutdown_timeout_s; a pod whose session dies exits 75 with SparkSessionStoppedError; batch
+progress reaches the JSONL event log. On a standalone master (each pod a driver of its own application):
+the Parquet sink holds every record once after a kill -9 mid-batch.
 """
 
 from __future__ import annotations
@@ -180,16 +180,24 @@ def test_a_clean_static_restart_leaves_exactly_the_produced_records(stream: Stre
     assert set(written) == stream.committed() and len(written) == 4_000
 
 
-def test_bridge_rows_through_spark_connect_equal_sparks_own_kafka_source(stream: Stream) -> None:
+@pytest.mark.parametrize("handoff", ["arrow", "parquet"])
+def test_bridge_rows_through_spark_connect_equal_sparks_own_kafka_source(
+    handoff: str, stream: Stream
+) -> None:
     """What test_spark.py checks in-process for local and standalone Spark, through a Spark Connect
     server (a pod of its own: PySpark switches a whole process to Connect mode): the rows the bridge
     hands to fn, written as they are, equal what Spark's own Kafka source reads on the same server,
-    schema (nullability included) and every column of every record."""
+    schema (nullability included) and every column of every record. By either handoff: Arrow inside
+    the plan (the default), or Parquet files in ``handoff_dir``, a directory the server reads too (here
+    the same disk, as a shared volume would be; the faster way on Connect, docs/spark.md)."""
     produce_varied(stream.bootstrap, stream.topic, 2_000)
     bridge, native = stream.tmp / "bridge", stream.tmp / "native"
-    pod = stream.start(stream.spec(sink="append", path=str(bridge), native_to=str(native)), name="pod-rows")
+    ways = {"arrow": {}, "parquet": {"handoff": "parquet", "handoff_dir": str(stream.tmp / "handoff")}}
+    spec = stream.spec(sink="append", path=str(bridge), native_to=str(native), **ways[handoff])
+    pod = stream.start(spec, name=f"pod-rows-{handoff}")
     wait_until(lambda: batch_records(pod) >= 2_000, 180, "2,000 records through the bridge")
     assert pod.stop(120) == 0, pod.stderr_tail()  # the native read runs after run() returned
+    assert (stream.tmp / "handoff").is_dir() == (handoff == "parquet")  # made by the Parquet handoff only
 
     by_position = [("partition", "ascending"), ("offset", "ascending")]
     ours, theirs = (ds.dataset(str(path), format="parquet") for path in (bridge, native))
