@@ -69,9 +69,23 @@ def batch(
     return df, BatchInfo(number, n, n * 100, ranges, "bench-0", 0.0)
 
 
+# Each way's table, a folder of the repeat's root.
+FOLDERS = {
+    "delta append": "delta-append",
+    "delta txnAppId": "delta-txn",
+    "delta MERGE": "delta-merge",
+    "delta MERGE, partitioned": "delta-merge-part",
+    "parquet append": "parquet-append",
+    "parquet log": "parquet-log",
+}
+
+
 def ways(root: Path) -> dict[str, Callable[[Any, BatchInfo], object]]:
+    def at(name: str) -> str:
+        return str(root / FOLDERS[name])
+
     def delta_append(df: Any, info: BatchInfo) -> None:
-        df.write.format("delta").mode("append").save(str(root / "delta-append"))
+        df.write.format("delta").mode("append").save(at("delta append"))
 
     def delta_txn(df: Any, info: BatchInfo) -> None:
         (
@@ -79,18 +93,18 @@ def ways(root: Path) -> dict[str, Callable[[Any, BatchInfo], object]]:
             .mode("append")
             .option("txnAppId", "bench-0")
             .option("txnVersion", str(info.batch_id + 1))
-            .save(str(root / "delta-txn"))
+            .save(at("delta txnAppId"))
         )
 
     return {
         "delta append": delta_append,
         "delta txnAppId": delta_txn,
-        "delta MERGE": lambda df, info: write_delta(df, info, str(root / "delta-merge")),
+        "delta MERGE": lambda df, info: write_delta(df, info, at("delta MERGE")),
         "delta MERGE, partitioned": lambda df, info: write_delta(
-            df, info, str(root / "delta-merge-part"), partition_by=["partition"]
+            df, info, at("delta MERGE, partitioned"), partition_by=["partition"]
         ),
-        "parquet append": lambda df, info: df.write.mode("append").parquet(str(root / "parquet-append")),
-        "parquet log": lambda df, info: write_parquet(df, info, str(root / "parquet-log")),
+        "parquet append": lambda df, info: df.write.mode("append").parquet(at("parquet append")),
+        "parquet log": lambda df, info: write_parquet(df, info, at("parquet log")),
     }
 
 
@@ -122,16 +136,8 @@ def per_batch(spark: Any, args: Any) -> None:
 
 
 def _rows(spark: Any, root: Path, name: str) -> int:
-    folder = {
-        "delta append": "delta-append",
-        "delta txnAppId": "delta-txn",
-        "delta MERGE": "delta-merge",
-        "delta MERGE, partitioned": "delta-merge-part",
-        "parquet append": "parquet-append",
-        "parquet log": "parquet-log",
-    }[name]
     kind = "delta" if name.startswith("delta") else "parquet"
-    return int(spark.read.format(kind).load(str(root / folder)).count())
+    return int(spark.read.format(kind).load(str(root / FOLDERS[name])).count())
 
 
 def concurrent(spark: Any, args: Any) -> None:
