@@ -22,7 +22,7 @@ from __future__ import annotations
 import time
 from collections import Counter
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor, wait
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -250,7 +250,7 @@ def test_exactly_once_when_partitions_move_after_kill_9(
         (tmp_path / protocol).mkdir()
     with ThreadPoolExecutor(len(protocols)) as pool:
         runs = [pool.submit(moves, p, spark_connect_server.url, kafka, tmp_path / p) for p in protocols]
-        wait(runs)
+    # Leaving the block waited for both.
     failed = [error for error in (run.exception() for run in runs) if error is not None]
     for error in failed[1:]:
         print(f"also failed: {error!r}")
