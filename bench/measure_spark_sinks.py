@@ -13,6 +13,8 @@ all of them alike; each repeat starts new tables:
   exactly-once only while a partition stays with its pod);
 - ``delta MERGE``: :func:`~static_consumer.spark.write_delta` (MERGE on topic, partition, offset);
 - ``delta MERGE, partitioned``: the same on a table partitioned by ``partition``;
+- ``delta MERGE, 50 snapshot tasks``: ``delta MERGE`` with Delta's own
+  ``spark.databricks.delta.snapshotPartitions`` (50) instead of ``delta_conf()``'s one task per core;
 - ``parquet append``: ``df.write.mode("append").parquet``, no exactly-once;
 - ``parquet log``: :func:`~static_consumer.spark.write_parquet` (the commit log).
 
@@ -43,6 +45,7 @@ from static_consumer.spark import (
     write_delta,
     write_parquet,
 )
+from static_consumer.spark.delta import SNAPSHOT_PARTITIONS_DEFAULT
 from static_consumer.types import RecordBatch, TopicPartition
 
 PARTITIONS = 6
@@ -75,14 +78,25 @@ FOLDERS = {
     "delta txnAppId": "delta-txn",
     "delta MERGE": "delta-merge",
     "delta MERGE, partitioned": "delta-merge-part",
+    "delta MERGE, 50 snapshot tasks": "delta-merge-50",
     "parquet append": "parquet-append",
     "parquet log": "parquet-log",
 }
 
 
-def ways(root: Path) -> dict[str, Callable[[Any, BatchInfo], object]]:
+def ways(root: Path, spark: Any) -> dict[str, Callable[[Any, BatchInfo], object]]:
     def at(name: str) -> str:
         return str(root / FOLDERS[name])
+
+    def merge_deltas_own(df: Any, info: BatchInfo) -> None:
+        """write_delta with Delta's own 50 tasks for a table's state (delta_conf() sets one per core)."""
+        key = "spark.databricks.delta.snapshotPartitions"
+        ours = spark.conf.get(key)
+        spark.conf.set(key, str(SNAPSHOT_PARTITIONS_DEFAULT))
+        try:
+            write_delta(df, info, at("delta MERGE, 50 snapshot tasks"))
+        finally:
+            spark.conf.set(key, ours)
 
     def delta_append(df: Any, info: BatchInfo) -> None:
         df.write.format("delta").mode("append").save(at("delta append"))
@@ -103,6 +117,7 @@ def ways(root: Path) -> dict[str, Callable[[Any, BatchInfo], object]]:
         "delta MERGE, partitioned": lambda df, info: write_delta(
             df, info, at("delta MERGE, partitioned"), partition_by=["partition"]
         ),
+        "delta MERGE, 50 snapshot tasks": merge_deltas_own,
         "parquet append": lambda df, info: df.write.mode("append").parquet(at("parquet append")),
         "parquet log": lambda df, info: write_parquet(df, info, at("parquet log")),
     }
@@ -113,7 +128,7 @@ def per_batch(spark: Any, args: Any) -> None:
     created: dict[str, list[float]] = {}
     for repeat in range(args.repeats):
         root = Path(tempfile.mkdtemp(prefix="measure-sinks-"))
-        table = ways(root)
+        table = ways(root, spark)
         for number in range(args.batches):
             order = list(table) if number % 2 == 0 else list(reversed(table))
             for name in order:
@@ -130,7 +145,7 @@ def per_batch(spark: Any, args: Any) -> None:
     for name, took in seconds.items():
         first = statistics.median(created[name])
         print(
-            f"  {name:<26} {statistics.median(took):.3f} [{min(took):.3f}-{max(took):.3f}]"
+            f"  {name:<31} {statistics.median(took):.3f} [{min(took):.3f}-{max(took):.3f}]"
             f"  x{statistics.median(took) / base:.2f} of delta append;  first (creates the table) {first:.3f}"
         )
 

@@ -16,10 +16,14 @@ command the ``[container]`` variants skip, which fails a CI run like any other s
 
 from __future__ import annotations
 
+import functools
 import os
+from collections.abc import Callable
+from typing import Any
 
 import pytest
 
+from static_consumer_lab import KafkaCluster
 from static_consumer_lab.containers import COMPOSE_COMMANDS, compose_command, docker_engine_reachable
 
 
@@ -27,6 +31,34 @@ from static_consumer_lab.containers import COMPOSE_COMMANDS, compose_command, do
 def docker_compose_command() -> str:
     """pytest-docker's compose command: whichever of ``docker compose`` and ``docker-compose`` answers."""
     return compose_command() or COMPOSE_COMMANDS[0]
+
+
+@pytest.fixture
+def lab_group_factory(
+    kafka_lab_cluster: KafkaCluster,
+    kafka_topic_factory: Callable[..., str],
+    kafka_group_id_factory: Callable[..., str],
+    kafka_consumer_process_factory: Callable[..., Any],
+) -> Callable[..., Any]:
+    """``kafka_group_factory`` on the lab broker, for a test whose other groups use the stock one (a
+    classic group on the stock broker next to a KIP-848 group that needs the lab's short session)."""
+    from static_consumer_lab.group import Group
+
+    bootstrap = kafka_lab_cluster.bootstrap_servers
+    topics = functools.partial(kafka_topic_factory, bootstrap=bootstrap)
+
+    def new(partitions: int, **options: Any) -> Group:
+        return Group.new(
+            kafka_consumer_process_factory,
+            bootstrap,
+            topics,
+            kafka_group_id_factory,
+            partitions,
+            lab=True,
+            **options,
+        )
+
+    return new
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:

@@ -32,8 +32,8 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-import pytest
 from _faults import SteadyProducer, assert_all_consumed_and_committed, logged_rebalances
+from _side_by_side import side_by_side
 
 from static_consumer_lab import KafkaCluster
 from static_consumer_lab.group import Group
@@ -78,21 +78,27 @@ def _refused(proc: ConsumerProcess) -> float:
     return snapshots[-1]["values"].get(REFUSED, 0) if snapshots else 0
 
 
-@pytest.mark.parametrize(
-    "protocol",
-    [
-        "classic",
-        pytest.param("consumer", marks=pytest.mark.lab_broker("a 6 s KIP-848 group session (stock: 45 s)")),
-    ],
-)
 def test_a_handler_blocked_past_max_poll_interval_costs_its_partitions_and_commits_nothing_stale(
-    protocol: str,
     kafka_cluster: KafkaCluster,
-    kafka_bootstrap_servers: str,
+    kafka_lab_cluster: KafkaCluster,
     kafka_group_factory: Callable[..., Group],
+    lab_group_factory: Callable[..., Group],
     tmp_path: Path,
 ) -> None:
-    bootstrap = kafka_bootstrap_servers
+    """Classic on the stock broker, KIP-848 on the lab one (a 6 s group session; stock: 45 s), side by
+    side."""
+    brokers = {
+        "classic": (kafka_cluster, kafka_group_factory),
+        "consumer": (kafka_lab_cluster, lab_group_factory),
+    }
+    side_by_side(lambda protocol: _blocked_twice(protocol, *brokers[protocol], tmp_path / protocol))
+
+
+def _blocked_twice(
+    protocol: str, kafka_cluster: KafkaCluster, kafka_group_factory: Callable[..., Group], tmp_path: Path
+) -> None:
+    tmp_path.mkdir()
+    bootstrap = kafka_cluster.bootstrap_servers
     trigger = tmp_path / "block"
     group = kafka_group_factory(
         PARTITIONS,

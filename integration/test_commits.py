@@ -8,7 +8,7 @@ import time
 from collections import Counter
 from collections.abc import Callable
 
-import pytest
+from _side_by_side import side_by_side
 
 from static_consumer import ConsumerSettings, StaticConsumer
 from static_consumer.errors import CommitFailedError, RetriableError
@@ -25,8 +25,25 @@ RATE_PER_S = 3000
 BATCH = 200
 
 
-@pytest.mark.parametrize("protocol", ["classic", "consumer"])
 def test_commits_that_do_not_wait_keep_every_promise_through_a_revoke_and_a_close(
+    kafka_bootstrap_servers: str,
+    kafka_topic_factory: Callable[..., str],
+    kafka_group_id_factory: Callable[..., str],
+    kafka_consumer_process_factory: Callable[..., ConsumerProcess],
+) -> None:
+    """The classic and the KIP-848 group side by side."""
+    side_by_side(
+        lambda protocol: _promises_kept(
+            protocol,
+            kafka_bootstrap_servers,
+            kafka_topic_factory,
+            kafka_group_id_factory,
+            kafka_consumer_process_factory,
+        )
+    )
+
+
+def _promises_kept(
     protocol: str,
     kafka_bootstrap_servers: str,
     kafka_topic_factory: Callable[..., str],

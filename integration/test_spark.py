@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from _side_by_side import side_by_side
 from confluent_kafka import Producer
 
 from static_consumer import ConsumerSettings
@@ -218,9 +219,7 @@ def test_a_local_pod_whose_session_stops_mid_batch_exits_75_with_a_typed_error(
     assert committed_offsets(bootstrap, group, topic, 1) == {0: written}  # batch 1 was not committed
 
 
-@pytest.mark.parametrize("protocol", ["classic", "consumer"])
 def test_a_pod_whose_fn_blocks_past_its_session_rides_out_the_refused_commit(
-    protocol: str,
     kafka_bootstrap_servers: str,
     kafka_topic_factory: Callable[..., str],
     kafka_group_id_factory: Callable[..., str],
@@ -231,8 +230,30 @@ def test_a_pod_whose_fn_blocks_past_its_session_rides_out_the_refused_commit(
     (6 s: the classic members' own, the KIP-848 group's config on the lab broker); the other member
     takes the partitions and the batch's commit is refused. The pod does not exit: a CommitRefused
     event, it rejoins and processes batches again, none of them of a partition the other member owned
-    then; nothing committed or lost."""
-    bootstrap, topic, group = kafka_bootstrap_servers, kafka_topic_factory(4), kafka_group_id_factory()
+    then; nothing committed or lost. A classic and a KIP-848 group side by side."""
+
+    def blocked(protocol: str) -> None:
+        (tmp_path / protocol).mkdir()
+        _blocked_pod(
+            protocol,
+            kafka_bootstrap_servers,
+            kafka_topic_factory(4),
+            kafka_group_id_factory(),
+            kafka_consumer_process_factory,
+            tmp_path / protocol,
+        )
+
+    side_by_side(blocked)
+
+
+def _blocked_pod(
+    protocol: str,
+    bootstrap: str,
+    topic: str,
+    group: str,
+    kafka_consumer_process_factory: Callable[..., ConsumerProcess],
+    tmp_path: Path,
+) -> None:
     fields: dict[str, Any] = {"protocol": protocol, "session_timeout_ms": 6000, "max_poll_interval_ms": 7000}
     if protocol == "consumer":
         shorten_consumer_session(bootstrap, group, 6000)  # and 500 ms heartbeats
@@ -245,7 +266,7 @@ def test_a_pod_whose_fn_blocks_past_its_session_rides_out_the_refused_commit(
     pod_fields = ConsumerSettings(**for_protocol(protocol, CLASSIC_DEFAULTS, {**base, **fields}))
     spec = pod_spec(pod_fields, sink="noop", max_records=200, block=str(trigger), max_runtime_s=400)
     with SteadyProducer(bootstrap, topic, 100) as producer:
-        pod = kafka_consumer_process_factory(spec, name="spark-1")
+        pod = kafka_consumer_process_factory(spec, name=f"spark-1-{protocol}")
         pod.wait_for(lambda e: e["kind"] == "batch" and e["records"] > 0, 240, "a first batch")
         wait_until(lambda: other.assignment() and pod.assignment(), 60, "both members assigned")
         owned = pod.assignment()

@@ -22,12 +22,12 @@ from __future__ import annotations
 import time
 from collections import Counter
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
+from _side_by_side import PROTOCOLS, side_by_side
 from test_spark_exactly_once import delta_positions, parquet_positions
 
 from static_consumer_lab import ConsumerProcess, committed_offsets, produce
@@ -245,16 +245,8 @@ def test_exactly_once_when_partitions_move_after_kill_9(
         request.getfixturevalue("kafka_group_id_factory"),
         request.getfixturevalue("kafka_consumer_process_factory"),
     )
-    protocols = ("classic", "consumer")
-    for protocol in protocols:
+    for protocol in PROTOCOLS:
         (tmp_path / protocol).mkdir()
-    with ThreadPoolExecutor(len(protocols)) as pool:
-        runs = [pool.submit(moves, p, spark_connect_server.url, kafka, tmp_path / p) for p in protocols]
-    # Leaving the block waited for both.
-    failed = [error for error in (run.exception() for run in runs) if error is not None]
-    for error in failed[1:]:
-        print(f"also failed: {error!r}")
-    if failed:
-        raise failed[0]
-    for run in runs:
-        print(run.result())
+    results = side_by_side(lambda p: moves(p, spark_connect_server.url, kafka, tmp_path / p))
+    for result in results.values():
+        print(result)

@@ -11,7 +11,7 @@ commit must be refused. Also (issue 15): no silent stall and no exit (the victim
 again, the other member carried the victim's partitions on), nothing is lost, the group's committed
 offsets never go backwards, and the final ones are the high watermarks.
 
-One scenario per protocol, on the shared broker, with a 5 s session (the harness allows 1 s):
+One scenario per protocol, side by side on the shared broker, with a 5 s session (the harness allows 1 s):
 the classic one set on the members, the KIP-848 one on the group.
 """
 
@@ -23,6 +23,7 @@ from typing import Any
 
 import pytest
 from _faults import SteadyProducer, assert_all_consumed_and_committed
+from _side_by_side import side_by_side
 
 from static_consumer_lab.group import Group
 from static_consumer_lab.pauses import (
@@ -54,13 +55,15 @@ def stall_after(victim: ConsumerProcess, at: float) -> Event:
     return victim.wait_for(lambda e: e["kind"] == "stalled" and e["ts"] > at, 60, "a checked stall")
 
 
-@pytest.mark.parametrize("protocol", ["classic", "consumer"])
 def test_a_member_paused_past_its_session_hands_out_no_record_it_no_longer_owns(
-    protocol: str,
     kafka_bootstrap_servers: str,
     kafka_group_factory: Callable[..., Group],
 ) -> None:
-    bootstrap = kafka_bootstrap_servers
+    """The classic and the KIP-848 group side by side, each on a topic of its own."""
+    side_by_side(lambda protocol: _paused_twice(protocol, kafka_bootstrap_servers, kafka_group_factory))
+
+
+def _paused_twice(protocol: str, bootstrap: str, kafka_group_factory: Callable[..., Group]) -> None:
     extra: dict[str, Any] = {"batch": BATCH}
     group = kafka_group_factory(
         PARTITIONS,

@@ -17,6 +17,7 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
+from _side_by_side import side_by_side
 
 from static_consumer_lab import describe_consumer_group
 from static_consumer_lab.group import CONSUMER_PROTOCOL_SESSION_MS, Group
@@ -47,8 +48,14 @@ def _everything(group: Group) -> set[tuple[str, int]]:
     return {(group.topic, p) for p in range(PARTITIONS)}
 
 
-@pytest.mark.parametrize("protocol", ["classic", "consumer"])
 def test_close_keeps_the_static_member_until_the_session_timeout(
+    kafka_group_factory: Callable[..., Group],
+) -> None:
+    """The classic and the KIP-848 group side by side."""
+    side_by_side(lambda protocol: _close_keeps(protocol, kafka_group_factory))
+
+
+def _close_keeps(
     protocol: str,
     kafka_group_factory: Callable[..., Group],
 ) -> None:

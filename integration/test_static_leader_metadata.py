@@ -25,6 +25,7 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
+from _side_by_side import side_by_side
 
 from static_consumer_lab import add_partitions, create_topic
 from static_consumer_lab.group import Group
@@ -59,8 +60,25 @@ def _covered(group: Group, expected: set[Partition]) -> Callable[[], bool]:
     return check
 
 
-@pytest.mark.parametrize("protocol", ["classic", "consumer"])
 def test_new_partitions_get_an_owner_after_the_static_leader_restarted(
+    kafka_bootstrap_servers: str,
+    kafka_topic_factory: Callable[..., str],
+    kafka_group_id_factory: Callable[..., str],
+    kafka_consumer_process_factory: Callable[..., ConsumerProcess],
+) -> None:
+    """The classic and the KIP-848 group side by side."""
+    side_by_side(
+        lambda protocol: _leader_restarted(
+            protocol,
+            kafka_bootstrap_servers,
+            kafka_topic_factory,
+            kafka_group_id_factory,
+            kafka_consumer_process_factory,
+        )
+    )
+
+
+def _leader_restarted(
     protocol: str,
     kafka_bootstrap_servers: str,
     kafka_topic_factory: Callable[..., str],

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from _side_by_side import side_by_side
 
 from static_consumer.telemetry import read_event_log
 from static_consumer_lab import describe_consumer_group
@@ -45,12 +46,21 @@ def _observed(logs: Path) -> Callable[[str], dict[str, Any]]:
     return lambda name: {"event_log": str(logs / f"{name}.jsonl"), "otel": True}
 
 
-@pytest.mark.parametrize("protocol", ["classic", "consumer"])
 def test_static_restart_counts_a_rejoin_and_no_rebalance(
+    tmp_path: Path,
+    kafka_group_factory: Callable[..., Group],
+) -> None:
+    """The classic and the KIP-848 group side by side."""
+    side_by_side(lambda protocol: _restart_counted(protocol, tmp_path, kafka_group_factory))
+
+
+def _restart_counted(
     protocol: str,
     tmp_path: Path,
     kafka_group_factory: Callable[..., Group],
 ) -> None:
+    tmp_path = tmp_path / protocol  # the members' event logs are named by member
+    tmp_path.mkdir()
     group = kafka_group_factory(
         PARTITIONS,
         protocol=protocol,

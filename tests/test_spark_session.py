@@ -130,6 +130,22 @@ def test_delta_falls_back_to_an_earlier_patch_and_remembers_it(
     assert delta_module.delta_conf()["spark.sql.extensions"] == "io.delta.sql.DeltaSparkSessionExtension"
 
 
+@pytest.mark.parametrize(("cores", "partitions"), [(1, "1"), (2, "2"), (16, "16"), (50, "50"), (96, "50")])
+def test_delta_rebuilds_a_tables_state_in_one_task_per_core_at_most_deltas_50(
+    cores: int, partitions: str
+) -> None:
+    from static_consumer.spark.delta import delta_conf
+
+    assert delta_conf(cores)["spark.databricks.delta.snapshotPartitions"] == partitions
+
+
+def test_delta_conf_refuses_no_cores() -> None:
+    from static_consumer.spark.delta import delta_conf
+
+    with pytest.raises(ValueError, match="at least 1"):
+        delta_conf(0)
+
+
 def test_loud_sessions_keep_sparks_own_logging() -> None:
     conf = local_conf(driver_memory="1g", quiet=False)
     assert "spark.driver.extraJavaOptions" not in conf and "spark.ui.showConsoleProgress" not in conf

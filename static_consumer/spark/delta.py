@@ -38,11 +38,21 @@ class DeltaJars:
     resolve_seconds: float
 
 
-def delta_conf() -> dict[str, str]:
-    """The session settings Delta needs besides its jars: its SQL extension and catalog."""
+SNAPSHOT_PARTITIONS_DEFAULT = 50  # Delta's own spark.databricks.delta.snapshotPartitions
+
+
+def delta_conf(cores: int | None = None) -> dict[str, str]:
+    """The session settings Delta needs besides its jars (its SQL extension and catalog), and the number
+    of tasks that rebuild a table's state from its log before each write: Delta's 50 is sized for a
+    cluster; on ``cores`` cores (this machine's by default) one task per core, at most Delta's 50. A
+    bridge writes small batches often, so that rebuild is most of a small MERGE (docs/spark.md)."""
+    available = cores if cores is not None else os.cpu_count() or 1
+    if available < 1:
+        raise ValueError(f"cores={cores!r}: at least 1")
     return {
         "spark.sql.extensions": "io.delta.sql.DeltaSparkSessionExtension",
         "spark.sql.catalog.spark_catalog": "org.apache.spark.sql.delta.catalog.DeltaCatalog",
+        "spark.databricks.delta.snapshotPartitions": str(min(available, SNAPSHOT_PARTITIONS_DEFAULT)),
     }
 
 
