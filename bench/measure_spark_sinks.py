@@ -45,7 +45,7 @@ from static_consumer.spark import (
     write_delta,
     write_parquet,
 )
-from static_consumer.spark.delta import SNAPSHOT_PARTITIONS_DEFAULT
+from static_consumer.spark.delta import SNAPSHOT_PARTITIONS, SNAPSHOT_PARTITIONS_DEFAULT
 from static_consumer.types import RecordBatch, TopicPartition
 
 PARTITIONS = 6
@@ -90,13 +90,12 @@ def ways(root: Path, spark: Any) -> dict[str, Callable[[Any, BatchInfo], object]
 
     def merge_deltas_own(df: Any, info: BatchInfo) -> None:
         """write_delta with Delta's own 50 tasks for a table's state (delta_conf() sets one per core)."""
-        key = "spark.databricks.delta.snapshotPartitions"
-        ours = spark.conf.get(key)
-        spark.conf.set(key, str(SNAPSHOT_PARTITIONS_DEFAULT))
+        ours = spark.conf.get(SNAPSHOT_PARTITIONS)
+        spark.conf.set(SNAPSHOT_PARTITIONS, str(SNAPSHOT_PARTITIONS_DEFAULT))
         try:
             write_delta(df, info, at("delta MERGE, 50 snapshot tasks"))
         finally:
-            spark.conf.set(key, ours)
+            spark.conf.set(SNAPSHOT_PARTITIONS, ours)
 
     def delta_append(df: Any, info: BatchInfo) -> None:
         df.write.format("delta").mode("append").save(at("delta append"))

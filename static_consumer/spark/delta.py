@@ -38,7 +38,8 @@ class DeltaJars:
     resolve_seconds: float
 
 
-SNAPSHOT_PARTITIONS_DEFAULT = 50  # Delta's own spark.databricks.delta.snapshotPartitions
+SNAPSHOT_PARTITIONS = "spark.databricks.delta.snapshotPartitions"  # tasks that rebuild a table's state
+SNAPSHOT_PARTITIONS_DEFAULT = 50  # Delta's own value of it
 
 
 def delta_conf(cores: int | None = None) -> dict[str, str]:
@@ -52,7 +53,7 @@ def delta_conf(cores: int | None = None) -> dict[str, str]:
     return {
         "spark.sql.extensions": "io.delta.sql.DeltaSparkSessionExtension",
         "spark.sql.catalog.spark_catalog": "org.apache.spark.sql.delta.catalog.DeltaCatalog",
-        "spark.databricks.delta.snapshotPartitions": str(min(available, SNAPSHOT_PARTITIONS_DEFAULT)),
+        SNAPSHOT_PARTITIONS: str(min(available, SNAPSHOT_PARTITIONS_DEFAULT)),
     }
 
 
