@@ -36,8 +36,12 @@ def header(run: RunData) -> str:
         lines.append(f"  {name}: {text}")
     formed = meta.get("formation_s")
     if formed:
+        # Runs saved before formation went in steps started every member at once.
+        started = f"members started {meta['formation_step']} at a time" if "formation_step" in meta else (
+            "all members started together"
+        )
         lines.append(
-            "group formation, all members started together (s to a complete assignment): "
+            f"group formation, {started} (s to a complete assignment): "
             + ", ".join(f"{name} {seconds}" for name, seconds in formed.items())
         )
     for late in meta.get("unsettled", []):

@@ -38,6 +38,19 @@ from static_consumer_lab.producer import SteadyProducer
 Progress = Callable[[str], None]
 FORMATION_TIMEOUT_S = 120.0  # plus 3 s per consumer process: starting many interpreters takes a while
 STEP_GRACE_S = 60.0  # beyond the session timeout, before a group that has not settled is reported
+# Members started at once while the groups form. Each static member reads the broker's capabilities
+# within its connect_timeout_s (10 s) before it joins; 96 members and their replacements starting at once
+# on 2 cores starved 14 of 48 static members past it (they exit 75). A step starts once the one before
+# it said ``ready``, so a probe competes with at most FORM_STEP - 1 interpreters loading.
+FORM_STEP = 8
+READY_TIMEOUT_S = 120.0
+
+
+def _wait_ready(proc: ConsumerProcess) -> None:
+    """Until ``proc`` said ``ready``; RuntimeError, with its stderr, if it exited first."""
+    event = proc.wait_for(lambda e: e["kind"] in ("ready", "exit"), READY_TIMEOUT_S, what="ready")
+    if event["kind"] == "exit":
+        raise RuntimeError(f"{proc.name} exited {event.get('code')} while forming\n{proc.stderr_tail()}")
 
 
 @dataclass(frozen=True)
@@ -112,16 +125,24 @@ class _Bounce:
         return waited, settled
 
     def form(self) -> dict[str, dict[str, ConsumerProcess]]:
-        """Start every group; returns the first round's replacements, loaded meanwhile."""
-        for group in self.groups.values():
-            for name in self.names:
-                group.start(name)
+        """Start every group, FORM_STEP members at a time (each step once the last said ``ready``);
+        returns the first round's replacements, loaded while the groups settle."""
+        began = time.monotonic()
+        starting = [(group, name) for name in self.names for group in self.groups.values()]
+        for first in range(0, len(starting), FORM_STEP):
+            step = [group.start(name) for group, name in starting[first : first + FORM_STEP]]
+            for proc in step:
+                _wait_ready(proc)
+        started_s = time.monotonic() - began
         fresh = self.spawn_replacements(wait=False)
         formed, settled = self._settle(
             list(self.groups), FORMATION_TIMEOUT_S + 3.0 * len(self.started), "forming"
         )
-        self.formation_s = {name: round(s, 1) for name, s in settled.items()}
-        self.progress(f"{len(self.groups)} groups of {self.cfg.members} formed in {formed:.1f} s")
+        self.formation_s = {name: round(started_s + s, 1) for name, s in settled.items()}
+        self.progress(
+            f"{len(self.groups)} groups of {self.cfg.members} formed in {started_s + formed:.1f} s "
+            f"(all started after {started_s:.1f} s)"
+        )
         return self._loaded(fresh)
 
     def spawn_replacements(self, wait: bool = True) -> dict[str, dict[str, ConsumerProcess]]:
@@ -274,6 +295,7 @@ def run_demo(cluster: KafkaCluster, cfg: DemoConfig, events_dir: Path, progress:
         "schedule": bounce.schedule,
         "unsettled": bounce.unsettled,
         "formation_s": bounce.formation_s,
+        "formation_step": FORM_STEP,
         "broker_profile": "lab" if cfg.lab else "stock",
         "sessions_ms": cfg.sessions(),
         "max_poll_ms": MAX_POLL_MS,
