@@ -1,6 +1,7 @@
 """Process pools on a real broker (issue 29): two pods, each ``static-consumer run --processes 2``.
 
-Once per protocol, on the session broker, what users run (the command, its status and event-log files):
+For both protocols side by side (classic on the stock broker, KIP-848 on the lab one), what users run
+(the command, its status and event-log files; the scale-down command in a process of its own):
 
 1. a worker killed with SIGKILL (an OOM kill) is restarted in place under its instance id. Classic: it
    takes its partitions back with no new generation, and no other worker, of its pod or the other,
@@ -19,7 +20,9 @@ another process holds exits 82, and the pool stops (exit 82) instead of restarti
 
 from __future__ import annotations
 
-import io
+import os
+import subprocess
+import sys
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -27,8 +30,8 @@ from typing import Any
 
 import pytest
 from _faults import logged_rebalances
+from _side_by_side import side_by_side
 
-from static_consumer.command import main as static_consumer
 from static_consumer_lab import KafkaCluster, produce
 from static_consumer_lab.group import CONSUMER_PROTOCOL_SESSION_MS, shorten_consumer_session
 from static_consumer_lab.kafka_ops import committed_offsets, high_watermarks
@@ -112,25 +115,41 @@ def pool_settings(protocol: str, bootstrap: str, group: str, topic: str) -> dict
     return for_protocol(protocol, CLASSIC_DEFAULTS, base)
 
 
-# Classic on the stock broker. KIP-848 on the lab broker: a crash there costs the group's session, the
-# stock 45 s (bench/bench_pool.py measures it); what this test shows does not depend on the length.
-LAB = pytest.mark.lab_broker("a KIP-848 crash costs the session; the restart's steps do not depend on it")
+COMMAND = Path(sys.executable).with_name("static-consumer")
 
 
-@pytest.mark.parametrize("protocol", ["classic", pytest.param("consumer", marks=LAB)])
+@pytest.fixture
+def brokers(kafka_cluster: KafkaCluster, kafka_lab_cluster: KafkaCluster) -> dict[str, KafkaCluster]:
+    """Classic on the stock broker. KIP-848 on the lab broker: a crash there costs the group's session,
+    the stock 45 s (bench/bench_pool.py measures it); what these tests show does not depend on its length."""
+    return {"classic": kafka_cluster, "consumer": kafka_lab_cluster}
+
+
 def test_pools_restart_crashed_workers_in_place_stop_on_sigterm_and_scale_down(
-    protocol: str,
-    kafka_cluster: KafkaCluster,
+    brokers: dict[str, KafkaCluster],
     kafka_topic_factory: Callable[..., str],
     kafka_group_id_factory: Callable[..., str],
     pods: list[PoolPod],
     tmp_path: Path,
 ) -> None:
+    def run(protocol: str) -> None:
+        cluster = brokers[protocol]
+        topic = kafka_topic_factory(PARTITIONS, bootstrap=cluster.bootstrap_servers)
+        workdir = tmp_path / protocol
+        workdir.mkdir()
+        _restart_stop_and_scale_down(protocol, cluster, topic, kafka_group_id_factory(), pods, workdir)
+
+    side_by_side(run)
+
+
+def _restart_stop_and_scale_down(
+    protocol: str, kafka_cluster: KafkaCluster, topic: str, group: str, started: list[PoolPod], tmp_path: Path
+) -> None:
     bootstrap = kafka_cluster.bootstrap_servers
-    topic, group = kafka_topic_factory(PARTITIONS), kafka_group_id_factory()
     settings = pool_settings(protocol, bootstrap, group, topic)
     a, b = (PoolPod(n, processes=2, settings=settings, workdir=tmp_path) for n in ("app-0", "app-1"))
-    pods += [a, b]
+    pods = [a, b]
+    started += pods  # the fixture kills what is left
     for pod in pods:
         pod.start()
     for pod in pods:
@@ -200,14 +219,18 @@ def test_pools_restart_crashed_workers_in_place_stop_on_sigterm_and_scale_down(
     for pod in pods:
         pod.start(processes=1)
     since = time.time()
-    out = io.StringIO()
     flags = ["--statefulset", "app", "--processes", "1", "-b", bootstrap, "--json"]
     wait_until(lambda: a.ready and b.ready, 60, "both pods ready with one worker each")
-    with pytest.MonkeyPatch.context() as env:
-        env.setenv("STATIC_CONSUMER_PROTOCOL", protocol)
-        env.setattr("sys.stdout", out)
-        assert static_consumer(["scale-down", group, *flags]) == 0
-    assert '"removed": [\n    "app-0-1",\n    "app-1-1"\n  ]' in out.getvalue(), out.getvalue()
+    done = subprocess.run(
+        [str(COMMAND), "scale-down", group, *flags],
+        env={**os.environ, "STATIC_CONSUMER_PROTOCOL": protocol},
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert '"removed": [\n    "app-0-1",\n    "app-1-1"\n  ]' in done.stdout, done.stdout + done.stderr
     assert set(wait_stable(pods, topic)) == {"app-0-0", "app-1-0"}
     moved_at = [event_time(e) for pod in pods for e in pod.events(since) if e["event"] == "assigned"]
     assert moved_at, "the remaining workers took the removed ones' partitions"
@@ -220,10 +243,8 @@ def test_pools_restart_crashed_workers_in_place_stop_on_sigterm_and_scale_down(
 FENCE_BOUND_S = 10.0  # issue 3: a fenced member exits within 10 s (integration/test_static_fencing.py)
 
 
-@pytest.mark.parametrize("protocol", ["classic", pytest.param("consumer", marks=LAB)])
 def test_a_fenced_worker_stops_its_pool_with_82_instead_of_restarting_into_a_fight(
-    protocol: str,
-    kafka_cluster: KafkaCluster,
+    brokers: dict[str, KafkaCluster],
     kafka_topic_factory: Callable[..., str],
     kafka_group_id_factory: Callable[..., str],
     pods: list[PoolPod],
@@ -237,10 +258,22 @@ def test_a_fenced_worker_stops_its_pool_with_82_instead_of_restarting_into_a_fig
     member already in the group wins and a newcomer is refused, so only a pool that joins second can lose
     a worker: the other process holds app-0-1 first and the pool's app-0-1 is the one turned away (82 once
     the holder's commits prove it alive). A KIP-848 newcomer to a running pool just exits 82 itself; the
-    pool is not touched, which is the core's test, not the pool's.
+    pool is not touched, which is the core's test, not the pool's. Both protocols side by side.
     """
-    bootstrap = kafka_cluster.bootstrap_servers
-    topic, group = kafka_topic_factory(PARTITIONS), kafka_group_id_factory()
+
+    def run(protocol: str) -> None:
+        bootstrap = brokers[protocol].bootstrap_servers
+        topic = kafka_topic_factory(PARTITIONS, bootstrap=bootstrap)
+        workdir = tmp_path / protocol
+        workdir.mkdir()
+        _fenced_worker(protocol, bootstrap, topic, kafka_group_id_factory(), pods, workdir)
+
+    side_by_side(run)
+
+
+def _fenced_worker(
+    protocol: str, bootstrap: str, topic: str, group: str, pods: list[PoolPod], tmp_path: Path
+) -> None:
     settings = pool_settings(protocol, bootstrap, group, topic)
     pool = PoolPod("app-0", processes=2, settings=settings, workdir=tmp_path)
     # The README's single-process pod main with POD_NAME=app-0-1: instance id app-0-1, like pool worker 1.
