@@ -13,6 +13,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import gc
 import json
 import os
@@ -386,33 +387,73 @@ def _wait(condition: Callable[[], bool], what: str, timeout_s: float = WAIT_S) -
 BLOCK_S = 16.0  # issue 27's: past max_poll_interval_ms (7 s) + session (6 s)
 
 
-@pytest.mark.parametrize("protocol", ["classic", "consumer"])
-def test_the_asyncio_runner_rides_out_a_commit_refused_after_a_blocked_handler(
-    protocol: str, factories: Factories
-) -> None:
+# One runner per protocol in the same event loop, each stopped by a signal of its own.
+RIDE_OUT_SIGNALS = {"classic": signal.SIGUSR2, "consumer": signal.SIGUSR1}
+
+
+def test_the_asyncio_runner_rides_out_a_commit_refused_after_a_blocked_handler(factories: Factories) -> None:
     """Issue 27 through the asyncio runner: its handler awaits a slow call past max.poll.interval +
     session, the other member takes the partitions, and the batch's commit is refused. The runner does
     not end: a CommitRefused event, the member rejoins and handles records again, and it hands out no
     record of a partition the other member owned then; nothing is lost, committed offsets never go
-    backwards."""
-    start_process, bootstrap, topics, groups = factories
-    group = Group.new(
-        start_process,
-        bootstrap,
-        topics,
-        groups,
-        PARTITIONS,
-        protocol=protocol,
-        lab=True,
-        session_ms=6000,  # the classic members' session, the KIP-848 group's
-        settings={"max_poll_interval_ms": 7000},
-    )
-    group.form(["app-0"])
-    other = group.members["app-0"]
-    handled: list[tuple[float, int, int]] = []  # (when, partition, offset)
-    sampler = sampling_commits(bootstrap, group.group_id, group.topic, PARTITIONS)
+    backwards. Both protocols at once, in one event loop (a runner and a signal each): each run mostly
+    awaits its block and the takeover."""
+    runs = {protocol: _RideOut(protocol, factories) for protocol in RIDE_OUT_SIGNALS}
+    with contextlib.ExitStack() as stack:
+        for run in runs.values():
+            run.producer = stack.enter_context(SteadyProducer(run.bootstrap, run.group.topic))
+            run.samples = stack.enter_context(run.sampler)
 
-    async def scenario() -> tuple[list[object], float, float]:
+        async def both() -> list[BaseException | None]:
+            ended = await asyncio.gather(*(run.scenario() for run in runs.values()), return_exceptions=True)
+            return [e if isinstance(e, BaseException) else None for e in ended]
+
+        errors = dict(zip(runs, asyncio.run(asyncio.wait_for(both(), 4 * WAIT_S)), strict=True))
+    failed = [(protocol, error) for protocol, error in errors.items() if error is not None]
+    for protocol, run in runs.items():
+        if errors[protocol] is None:
+            try:
+                run.check()
+            except AssertionError as error:
+                failed.append((protocol, error))
+    for protocol, error in failed[1:]:
+        print(f"{protocol} also failed: {error!r}")
+    if failed:
+        protocol, error = failed[0]
+        error.add_note(f"in the {protocol} run")
+        raise error
+
+
+class _RideOut:
+    """One protocol's run of the blocked-handler scenario: its group, its records, its checks."""
+
+    def __init__(self, protocol: str, factories: Factories) -> None:
+        start_process, self.bootstrap, topics, groups = factories
+        self.protocol, self.signal = protocol, RIDE_OUT_SIGNALS[protocol]
+        self.group = Group.new(
+            start_process,
+            self.bootstrap,
+            topics,
+            groups,
+            PARTITIONS,
+            protocol=protocol,
+            lab=True,
+            session_ms=6000,  # the classic members' session, the KIP-848 group's
+            settings={"max_poll_interval_ms": 7000},
+        )
+        self.group.form(["app-0"])
+        self.other = self.group.members["app-0"]
+        self.handled: list[tuple[float, int, int]] = []  # (when, partition, offset)
+        self.sampler = sampling_commits(self.bootstrap, self.group.group_id, self.group.topic, PARTITIONS)
+        self.producer: SteadyProducer | None = None
+        self.samples: list[dict[int, int]] = []
+        self.acked = 0
+        self.seen: list[object] = []
+        self.began = self.returned = 0.0
+
+    async def scenario(self) -> None:
+        group, other, handled, producer = self.group, self.other, self.handled, self.producer
+        assert producer is not None
         consumer = AsyncStaticConsumer(ConsumerSettings(**group.spec("app-1")["settings"]))
         events = consumer.events()
         blocked: list[float] = []
@@ -431,33 +472,32 @@ def test_the_asyncio_runner_rides_out_a_commit_refused_after_a_blocked_handler(
                 blocked.append(time.time())
 
         task = asyncio.create_task(
-            run_until_sigterm(consumer, handle, max_records=100, poll_timeout_s=0.2, signals=(SIGNAL,))
+            run_until_sigterm(consumer, handle, max_records=100, poll_timeout_s=0.2, signals=(self.signal,))
         )
         await _until(lambda: len(blocked) == 2, "the blocked handler's return", 120)
         await _until(lambda: any(t > blocked[1] + 3 for t, _p, _o in handled), "records after the rejoin")
-        acked.append(await asyncio.to_thread(producer.stop))
-        marks = await asyncio.to_thread(high_watermarks, bootstrap, group.topic, PARTITIONS)
+        self.acked = await asyncio.to_thread(producer.stop)
+        marks = await asyncio.to_thread(high_watermarks, self.bootstrap, group.topic, PARTITIONS)
         # Everything consumed and committed up to the end, by the two members, before the async one stops.
         await _until(lambda: group.committed() == marks, "every partition committed up to its end")
-        os.kill(os.getpid(), SIGNAL)
+        os.kill(os.getpid(), self.signal)
         await asyncio.wait_for(task, WAIT_S)  # ends on the signal, not on the refusal
-        return [e async for e in events], blocked[0], blocked[1]
+        self.seen, self.began, self.returned = [e async for e in events], blocked[0], blocked[1]
 
-    acked: list[int] = []
-    with SteadyProducer(bootstrap, group.topic) as producer, sampler as samples:
-        seen, began, returned = asyncio.run(asyncio.wait_for(scenario(), 4 * WAIT_S))
-    refused = [e for e in seen if isinstance(e, CommitRefused)]
-    back = [e for e in seen if isinstance(e, Assigned) and e.at > returned and e.partitions]
-    print(
-        f"{protocol}: blocked {returned - began:.1f} s; refused {[e.error for e in refused]}; "
-        f"assigned again {back[0].at - returned:.1f} s after the return"
-        if back
-        else "not assigned again"
-    )
-    assert refused and refused[0].at >= returned - 1.0, "the blocked batch's commit was not refused"
-    assert back, "the member did not rejoin"
-    stale = [(t, p, o) for t, p, o in handled if t > returned and (group.topic, p) in owned_at(other, t)]
-    assert stale == [], f"handed out while the other member owned them: {stale[:5]}"
-    everything = {(p, o) for _t, p, o in handled} | {(p, o) for _t, p, o in other.records()}
-    assert len(everything) == acked[0], "records lost"
-    assert went_backwards([*samples, group.committed()]) == []
+    def check(self) -> None:
+        group, other, handled, returned = self.group, self.other, self.handled, self.returned
+        refused = [e for e in self.seen if isinstance(e, CommitRefused)]
+        back = [e for e in self.seen if isinstance(e, Assigned) and e.at > returned and e.partitions]
+        print(
+            f"{self.protocol}: blocked {returned - self.began:.1f} s; refused {[e.error for e in refused]}; "
+            f"assigned again {back[0].at - returned:.1f} s after the return"
+            if back
+            else "not assigned again"
+        )
+        assert refused and refused[0].at >= returned - 1.0, "the blocked batch's commit was not refused"
+        assert back, "the member did not rejoin"
+        stale = [(t, p, o) for t, p, o in handled if t > returned and (group.topic, p) in owned_at(other, t)]
+        assert stale == [], f"handed out while the other member owned them: {stale[:5]}"
+        everything = {(p, o) for _t, p, o in handled} | {(p, o) for _t, p, o in other.records()}
+        assert len(everything) == self.acked, "records lost"
+        assert went_backwards([*self.samples, group.committed()]) == []

@@ -37,9 +37,8 @@ def header(run: RunData) -> str:
     formed = meta.get("formation_s")
     if formed:
         # Runs saved before formation went in steps started every member at once.
-        started = f"members started {meta['formation_step']} at a time" if "formation_step" in meta else (
-            "all members started together"
-        )
+        step = meta.get("formation_step")
+        started = f"members started {step} at a time" if step else "all members started together"
         lines.append(
             f"group formation, {started} (s to a complete assignment): "
             + ", ".join(f"{name} {seconds}" for name, seconds in formed.items())
