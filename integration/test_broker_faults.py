@@ -8,8 +8,9 @@ cluster shared by the module (each test leaves every node running and every repl
   group's coordinator moves: the new coordinator still knows the member by its
   new member id (Apache Kafka's system tests check the same), nobody is fenced, nothing rebalances (no
   new classic generation, no KIP-848 group epoch bump: ``JvmKafkaCluster.group_rebalances``).
-- The coordinator's broker is killed (-9) and restarted: no rebalance, nothing lost, and after a clean
-  shutdown nothing was delivered twice.
+- The coordinator's broker is killed (-9) and restarted, under a classic and a KIP-848 group whose
+  coordinator it is (one kill for both): no rebalance, nothing lost, and after a clean shutdown nothing
+  was delivered twice.
 
 And on their own:
 
@@ -219,41 +220,69 @@ def test_restarted_static_members_are_recognised_while_every_broker_restarts(
         assert member_ids(bootstrap, group.group_id)["app-1"] == new_member_ids[group.group_id]
 
 
-@pytest.mark.parametrize("protocol", ["classic", "consumer"])
+def _one_coordinator(group_ids: GroupFactory) -> tuple[str, str]:
+    """Two new group ids with the same coordinator: the coordinator of a group (under either protocol) is
+    the leader of the __consumer_offsets partition that Java's ``String.hashCode()`` of its id picks, and
+    "Aa" and "BB" hash alike (31 * 65 + 97 == 31 * 66 + 66), so ids that differ only in those endings do."""
+    base = group_ids()
+    return f"{base}-Aa", f"{base}-BB"
+
+
+@contextlib.contextmanager
+def _named(protocol: str) -> Iterator[None]:
+    """A failure inside names the group's protocol."""
+    try:
+        yield
+    except AssertionError as error:
+        error.add_note(f"in the {protocol} group")
+        raise
+
+
 def test_coordinator_killed_and_restarted_loses_and_duplicates_nothing(
-    protocol: str,
     cluster: JvmKafkaCluster,
     kafka_group_id_factory: GroupFactory,
     kafka_consumer_process_factory: Start,
 ) -> None:
-    group = _three_node_group(cluster, kafka_group_id_factory, kafka_consumer_process_factory, protocol)
+    """A classic and a KIP-848 group with the same coordinator, side by side through one kill -9 of that
+    broker (one restart for both: the restart is the slow part)."""
     bootstrap = cluster.bootstrap_servers
-    with SteadyProducer(bootstrap, group.topic) as producer:
-        group.wait_consumed(300)
-        rebalances = _rebalances_so_far(cluster, group)
-        member_ids_before = member_ids(bootstrap, group.group_id)
+    start = kafka_consumer_process_factory
+    ids = iter(_one_coordinator(kafka_group_id_factory))
+    groups = [_three_node_group(cluster, lambda: next(ids), start, p) for p in ("classic", "consumer")]
+    with contextlib.ExitStack() as stack:
+        producers = [stack.enter_context(SteadyProducer(bootstrap, g.topic)) for g in groups]
+        for group in groups:
+            group.wait_consumed(300)
+        rebalances = [_rebalances_so_far(cluster, group) for group in groups]
+        member_ids_before = [member_ids(bootstrap, group.group_id) for group in groups]
         since = time.time()
-        killed = coordinator(bootstrap, group.group_id)
+        killed = coordinator(bootstrap, groups[0].group_id)
+        assert coordinator(bootstrap, groups[1].group_id) == killed, "the groups' coordinators differ"
         cluster.restart_node(killed, hard=True)  # kill -9, then start it again
         wait_in_sync(bootstrap)
-        now = coordinator(bootstrap, group.group_id)
-        print(f"{protocol}: coordinator {killed} killed; coordinator now {now}; rebalances {rebalances}")
-        consumed = len(group.consumed())
-        group.wait_consumed(consumed + 300)  # consumption goes on after the fail-over
-        acked = producer.stop()
+        for group, found in zip(groups, rebalances, strict=True):
+            now = coordinator(bootstrap, group.group_id)
+            print(f"{group.protocol}: coordinator {killed} killed; coordinator now {now}; rebalances {found}")
+        for group in groups:
+            with _named(group.protocol):
+                consumed = len(group.consumed())
+                group.wait_consumed(consumed + 300)  # consumption goes on after the fail-over
+        acked = [producer.stop() for producer in producers]
 
-    everything = wait_all_consumed(group)
-    assert len(everything) == acked
-    _assert_undisturbed(group, cluster, rebalances, since)
-    assert member_ids(bootstrap, group.group_id) == member_ids_before  # instance ids and member ids kept
+    for group, count, found, before in zip(groups, acked, rebalances, member_ids_before, strict=True):
+        with _named(group.protocol):
+            everything = wait_all_consumed(group)
+            assert len(everything) == count
+            _assert_undisturbed(group, cluster, found, since)
+            assert member_ids(bootstrap, group.group_id) == before  # instance ids and member ids kept
 
-    for name in MEMBERS:
-        group.stop(name)
-    consumed_count = group.consumed()
-    assert set(consumed_count) == everything
-    assert max(consumed_count.values()) == 1, "a record was delivered twice"
-    marks = {p: 1 + max(o for (_t, pp, o) in everything if pp == p) for p in range(PARTITIONS)}
-    assert group.committed() == marks, "committed position differs from what was consumed"
+            for name in MEMBERS:
+                group.stop(name)
+            consumed_count = group.consumed()
+            assert set(consumed_count) == everything
+            assert max(consumed_count.values()) == 1, "a record was delivered twice"
+            marks = {p: 1 + max(o for (_t, pp, o) in everything if pp == p) for p in range(PARTITIONS)}
+            assert group.committed() == marks, "committed position differs from what was consumed"
 
 
 def test_unreachable_bootstrap_servers_fail_start_with_a_retriable_error_after_the_bound() -> None:
