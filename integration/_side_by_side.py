@@ -7,7 +7,7 @@ of them. Each run has its own topic, group and files; what one run asserts is ab
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import TypeVar
 
@@ -21,11 +21,15 @@ def side_by_side(run: Callable[[str], T], protocols: tuple[str, ...] = PROTOCOLS
     with ThreadPoolExecutor(len(protocols), thread_name_prefix="protocol") as pool:
         runs = {protocol: pool.submit(run, protocol) for protocol in protocols}
     # Leaving the block waited for every run.
-    failed = [(protocol, error) for protocol, future in runs.items() if (error := future.exception())]
+    raise_first([(protocol, error) for protocol, future in runs.items() if (error := future.exception())])
+    return {protocol: future.result() for protocol, future in runs.items()}
+
+
+def raise_first(failed: Sequence[tuple[str, BaseException]]) -> None:
+    """Raise the first of the runs' failures (protocol, error), naming its protocol; print the others."""
     for protocol, error in failed[1:]:
         print(f"{protocol} also failed: {error!r}")
     if failed:
         protocol, error = failed[0]
         error.add_note(f"in the {protocol} run")
         raise error
-    return {protocol: future.result() for protocol, future in runs.items()}

@@ -29,6 +29,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from _side_by_side import raise_first
 
 from static_consumer import ConsumerSettings, State
 from static_consumer.aio import AsyncStaticConsumer, run_until_sigterm
@@ -416,12 +417,7 @@ def test_the_asyncio_runner_rides_out_a_commit_refused_after_a_blocked_handler(f
                 run.check()
             except AssertionError as error:
                 failed.append((protocol, error))
-    for protocol, error in failed[1:]:
-        print(f"{protocol} also failed: {error!r}")
-    if failed:
-        protocol, error = failed[0]
-        error.add_note(f"in the {protocol} run")
-        raise error
+    raise_first(failed)
 
 
 class _RideOut:
