@@ -276,13 +276,7 @@ def test_coordinator_killed_and_restarted_loses_and_duplicates_nothing(
             _assert_undisturbed(group, cluster, found, since)
             assert member_ids(bootstrap, group.group_id) == before  # instance ids and member ids kept
 
-            for name in MEMBERS:
-                group.stop(name)
-            consumed_count = group.consumed()
-            assert set(consumed_count) == everything
-            assert max(consumed_count.values()) == 1, "a record was delivered twice"
-            marks = {p: 1 + max(o for (_t, pp, o) in everything if pp == p) for p in range(PARTITIONS)}
-            assert group.committed() == marks, "committed position differs from what was consumed"
+            assert set(group.stop_all_exactly_once(count)) == everything
 
 
 def test_unreachable_bootstrap_servers_fail_start_with_a_retriable_error_after_the_bound() -> None:

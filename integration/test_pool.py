@@ -125,6 +125,16 @@ def brokers(kafka_cluster: KafkaCluster, kafka_lab_cluster: KafkaCluster) -> dic
     return {"classic": kafka_cluster, "consumer": kafka_lab_cluster}
 
 
+def _setting(
+    protocol: str, brokers: dict[str, KafkaCluster], topics: Callable[..., str], tmp_path: Path
+) -> tuple[KafkaCluster, str, Path]:
+    """One protocol's run of a side-by-side test: its broker, a topic there and a work directory."""
+    cluster = brokers[protocol]
+    workdir = tmp_path / protocol
+    workdir.mkdir()
+    return cluster, topics(PARTITIONS, bootstrap=cluster.bootstrap_servers), workdir
+
+
 def test_pools_restart_crashed_workers_in_place_stop_on_sigterm_and_scale_down(
     brokers: dict[str, KafkaCluster],
     kafka_topic_factory: Callable[..., str],
@@ -133,10 +143,7 @@ def test_pools_restart_crashed_workers_in_place_stop_on_sigterm_and_scale_down(
     tmp_path: Path,
 ) -> None:
     def run(protocol: str) -> None:
-        cluster = brokers[protocol]
-        topic = kafka_topic_factory(PARTITIONS, bootstrap=cluster.bootstrap_servers)
-        workdir = tmp_path / protocol
-        workdir.mkdir()
+        cluster, topic, workdir = _setting(protocol, brokers, kafka_topic_factory, tmp_path)
         _restart_stop_and_scale_down(protocol, cluster, topic, kafka_group_id_factory(), pods, workdir)
 
     side_by_side(run)
@@ -262,11 +269,8 @@ def test_a_fenced_worker_stops_its_pool_with_82_instead_of_restarting_into_a_fig
     """
 
     def run(protocol: str) -> None:
-        bootstrap = brokers[protocol].bootstrap_servers
-        topic = kafka_topic_factory(PARTITIONS, bootstrap=bootstrap)
-        workdir = tmp_path / protocol
-        workdir.mkdir()
-        _fenced_worker(protocol, bootstrap, topic, kafka_group_id_factory(), pods, workdir)
+        cluster, topic, workdir = _setting(protocol, brokers, kafka_topic_factory, tmp_path)
+        _fenced_worker(protocol, cluster.bootstrap_servers, topic, kafka_group_id_factory(), pods, workdir)
 
     side_by_side(run)
 

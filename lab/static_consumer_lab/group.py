@@ -257,3 +257,18 @@ class Group:
 
     def committed(self) -> dict[int, int]:
         return committed_offsets(self.bootstrap, self.group_id, self.topic, self.partitions)
+
+    def stop_all_exactly_once(self, produced: int) -> Counter[tuple[str, int, int]]:
+        """Stop every member cleanly, then check what clean shutdowns promise: each of the ``produced``
+        records consumed exactly once, and every partition's committed position right after its last
+        record. Returns what was consumed."""
+        for name in list(self.members):
+            self.stop(name)
+        consumed = self.consumed()
+        assert len(consumed) == produced, f"{len(consumed)} distinct records consumed, {produced} produced"
+        twice = sorted(r for r, n in consumed.items() if n > 1)
+        assert not twice, f"{len(twice)} records delivered more than once, e.g. {twice[:5]}"
+        last = {p: 1 + max(o for (_t, pp, o) in consumed if pp == p) for p in range(self.partitions)}
+        committed = self.committed()
+        assert committed == last, f"committed {committed} differs from what was consumed {last}"
+        return consumed
