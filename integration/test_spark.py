@@ -11,6 +11,7 @@ kills and exactly-once sinks are in test_spark_exactly_once.py (bridge pods on a
 
 from __future__ import annotations
 
+import time
 from collections import Counter
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -33,7 +34,7 @@ from static_consumer.spark import (
 from static_consumer_lab import ConsumerProcess, committed_offsets, produce
 from static_consumer_lab.group import shorten_consumer_session
 from static_consumer_lab.kafka_ops import high_watermarks
-from static_consumer_lab.pauses import owned_at, taken_over
+from static_consumer_lab.pauses import owned_at, taken_over, timeline
 from static_consumer_lab.processes import wait_until
 from static_consumer_lab.producer import SteadyProducer
 from static_consumer_lab.specs import CLASSIC_DEFAULTS, for_protocol, static_spec
@@ -272,7 +273,14 @@ def _blocked_pod(
         owned = pod.assignment()
         trigger.write_text(f"{BLOCK_S} 60")  # at least BLOCK_S, and on until the takeover (released below)
         blocking = pod.wait_for_kind("blocking", timeout_s=60)
-        wait_until(lambda: taken_over(other, owned, blocking["ts"]), 60, "the other member taking over")
+        wait_until(
+            lambda: taken_over(other, owned, blocking["ts"]),
+            60,
+            lambda: (
+                f"the other member taking over {sorted(owned)}; what both saw:\n"
+                + timeline([other, pod], blocking["ts"] - 5.0, time.time())
+            ),
+        )
         (tmp_path / "block.release").touch()
         unblocked = pod.wait_for_kind("unblocked", timeout_s=90)
         refused = pod.wait_for(lambda e: e["kind"] == "commit_refused" and e["ts"] >= unblocked["ts"], 30, "")
