@@ -134,8 +134,9 @@ def timeline(procs: Iterable[ConsumerProcess], start: float, end: float) -> str:
         for event in proc.events():
             if start <= event["ts"] <= end and event["kind"] != "metrics":
                 brief = {k: v for k, v in event.items() if k not in ("ts", "kind", "records")}
-                if "records" in event:
-                    brief["records"] = len(event["records"])
+                if "records" in event:  # the records themselves, or a count (a Spark pod's batch event)
+                    records = event["records"]
+                    brief["records"] = records if isinstance(records, int) else len(records)
                 rows.append((event["ts"], f"{event['ts'] - start:7.3f} {proc.name} {event['kind']} {brief}"))
     return "\n".join(line for _ts, line in sorted(rows))
 
