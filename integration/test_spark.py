@@ -273,8 +273,12 @@ def _blocked_pod(
         owned = pod.assignment()
         trigger.write_text(f"{BLOCK_S} 60")  # at least BLOCK_S, and on until the takeover (released below)
         blocking = pod.wait_for_kind("blocking", timeout_s=60)
+        # Taken over since the pod got them, not since the block began: under load the pod's first batch
+        # can come later than max_poll_interval_ms after its assignment, so the pod may be out of the group
+        # and its partitions with the other member before the block (seen: assigned 0.5 s before it).
+        got = max(e["ts"] for e in pod.events("assigned") if owned & {(t, p) for t, p in e["partitions"]})
         wait_until(
-            lambda: taken_over(other, owned, blocking["ts"]),
+            lambda: taken_over(other, owned, got),
             60,
             lambda: (
                 f"the other member taking over {sorted(owned)}; what both saw:\n"
