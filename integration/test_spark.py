@@ -282,7 +282,7 @@ def _blocked_pod(
             60,
             lambda: (
                 f"the other member taking over {sorted(owned)}; what both saw:\n"
-                + timeline([other, pod], blocking["ts"] - 5.0, time.time())
+                + timeline([other, pod], min(got, blocking["ts"] - 5.0), time.time())
             ),
         )
         (tmp_path / "block.release").touch()
