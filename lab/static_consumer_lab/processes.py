@@ -150,8 +150,14 @@ class ConsumerProcess:
     def wait_for_kind(self, kind: str, timeout_s: float, after: float = 0.0) -> Event:
         return self.wait_for(lambda e: e["kind"] == kind and e["ts"] >= after, timeout_s, what=kind)
 
-    def records(self) -> list[tuple[str, int, int]]:
-        return [(t, p, o) for e in self.events("records") for t, p, o in e["records"]]
+    def records(self, since: float | None = None) -> list[tuple[str, int, int]]:
+        """(topic, partition, offset) of every record handed out (after ``since``, a ``ts``, if given)."""
+        return [
+            (t, p, o)
+            for e in self.events("records")
+            if since is None or e["ts"] > since
+            for t, p, o in e["records"]
+        ]
 
     def assignment(self) -> set[tuple[str, int]]:
         """Partitions owned now, from the assigned/revoked/lost events seen so far.
