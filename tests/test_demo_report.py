@@ -85,6 +85,13 @@ def test_a_session_timeout_without_lab_is_refused() -> None:
         DemoConfig(session_timeout_s=10.0)
 
 
+def test_the_help_gives_each_knobs_default_once_and_never_none() -> None:
+    text = " ".join(parser().format_help().split())
+    assert "(default None)" not in text
+    assert text.count("KIP-848 (default 20)") == 1 and "(default 20) (default" not in text
+    assert "(default 2.0)" in text  # --restart-delay-s: a knob whose default is a value
+
+
 def test_the_default_command_line_runs_the_default_strategies_with_two_partitions_per_member() -> None:
     cfg = config(parser().parse_args(["--members", "5"]))
     assert cfg.strategies == DEFAULT_STRATEGIES and "eager" not in cfg.strategies

@@ -77,7 +77,8 @@ def parser() -> argparse.ArgumentParser:
     )
     for flag, field, kind, text in _KNOBS:
         default = getattr(d, field)
-        p.add_argument(flag, dest=field, type=kind, default=default, help=f"{text} (default {default})")
+        shown = "" if default is None else f" (default {default})"  # None: the text says what it means
+        p.add_argument(flag, dest=field, type=kind, default=default, help=text + shown)
     p.add_argument("--partitions", type=int, help="topic partitions (default 2 x --members)")
     p.add_argument(
         "--lab",
