@@ -212,6 +212,23 @@ def test_the_library_sets_its_fetch_defaults_and_the_passthrough_overrides_them(
     librdkafka_accepts(consumer_config(make(protocol=protocol), "orders-0"))
 
 
+@pytest.mark.parametrize("protocol", ["classic", "consumer"])
+def test_a_passthrough_is_checked_on_top_of_the_library_defaults(protocol: str) -> None:
+    # reconnect.backoff.max.ms 50 is refused against librdkafka's reconnect.backoff.ms of 100; the consumer
+    # gets the library's 20, so the settings take it and librdkafka accepts the config they make.
+    settings = make(protocol=protocol, librdkafka={"reconnect.backoff.max.ms": 50})
+    cfg = consumer_config(settings, "orders-0")
+    assert (cfg["reconnect.backoff.ms"], cfg["reconnect.backoff.max.ms"]) == (20, 50)
+    librdkafka_accepts(cfg)
+    # Below the library's default it is refused, and the error names the default the user did not set.
+    with pytest.raises(ConfigurationError) as refused:
+        make(protocol=protocol, librdkafka={"reconnect.backoff.max.ms": 10})
+    assert "reconnect.backoff.max.ms" in str(refused.value)
+    assert "the library sets `reconnect.backoff.ms` to 20 unless `librdkafka` sets it" in str(refused.value)
+    both = make(protocol=protocol, librdkafka={"reconnect.backoff.ms": 5, "reconnect.backoff.max.ms": 10})
+    librdkafka_accepts(consumer_config(both, "orders-0"))
+
+
 def test_the_fetch_defaults_are_documented_with_their_reason() -> None:
     from static_consumer.settings._docgen import render
 

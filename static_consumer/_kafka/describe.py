@@ -71,7 +71,6 @@ def _from_describe_groups(group_id: str, raw: Mapping[str, Any]) -> GroupDescrip
     )
 
 
-
 def describe_consumer_protocol(settings: ConsumerSettings, group_id: str) -> GroupDescription:
     """Describe a group through confluent-kafka (ConsumerGroupDescribe for KIP-848 groups)."""
     from confluent_kafka import KafkaException

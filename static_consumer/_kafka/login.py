@@ -19,6 +19,7 @@ from static_consumer._kafka.codes import TRANSPORT, ErrorKind, classify
 from static_consumer._security.secrets import scrub_for
 from static_consumer._security.tls import speaks_tls
 from static_consumer.settings import ConsumerSettings
+from static_consumer.settings._defaults import CLIENT_DEFAULTS
 
 
 class Login(Enum):
@@ -127,8 +128,8 @@ def failed_login(
 # closed, waits out librdkafka's connection suppression ("still suppressed for 49ms" in its debug log,
 # with the default reconnect.backoff.ms of 100) on every start's path: the gate's first metadata answer
 # took 50-62 ms in each of 8 fresh processes; with a 10 or 20 ms backoff 19.9-21.7 ms (medians of 7,
-# one run). The consumer's own client keeps librdkafka's default.
-QUICK_RECONNECT = {"reconnect.backoff.ms": 10}
+# one run). The consumer's own client gets the same value as a library default (CLIENT_DEFAULTS).
+QUICK_RECONNECT = {"reconnect.backoff.ms": CLIENT_DEFAULTS["reconnect.backoff.ms"].value}
 
 
 def check_login(

@@ -3,6 +3,7 @@ derived from it.
 
 - ``_model``: the settings model, its fields and validators;
 - ``_rules``: owned passthrough keys, cross-field rules, validation messages, misspelled variables (pure);
+- ``_defaults``: the librdkafka properties the library sets for its consumers, and their memory bound (data);
 - ``_passthrough``: the ``librdkafka`` passthrough checked by librdkafka's own parser, without connecting;
 - ``_config``: settings -> librdkafka, AdminClient and kafka-python configurations (pure);
 - ``_docgen``: docs/configuration.md generated from the model.

@@ -13,7 +13,7 @@ from annotated_types import Ge, Gt, Le, Lt
 from pydantic.fields import FieldInfo
 from pydantic_core import PydanticUndefined
 
-from static_consumer.settings._config import CLIENT_DEFAULTS, QUEUE_BOUND
+from static_consumer.settings._defaults import CLIENT_DEFAULTS, QUEUE_BOUND
 from static_consumer.settings._model import ConsumerSettings
 from static_consumer.settings._rules import CLASSIC_ONLY_KEYS, OWNED_KEYS, env_var
 

@@ -2,7 +2,8 @@
 
 librdkafka's parser is the only complete list of its properties, their types and ranges, so the
 passthrough goes through it instead of a copy of that list: a consumer handle is created from the
-passthrough plus ``group.id`` and ``group.protocol`` and **without** ``bootstrap.servers``, which leaves
+passthrough on top of the library's own librdkafka defaults (``_defaults``, as the consumer gets them), plus
+``group.id`` and ``group.protocol`` and **without** ``bootstrap.servers``, which leaves
 librdkafka with no broker to connect to, and is destroyed at once. Creating it runs librdkafka's check of
 every key and value (``rd_kafka_conf_set``), its cross-checks (e.g. ``fetch.max.bytes`` >=
 ``message.max.bytes``) and confluent-kafka's checks of its callback keys (``error_cb``, ...). Creating
@@ -24,6 +25,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from static_consumer._security.secrets import REDACTED, is_secret_key, scrub
+from static_consumer.settings._defaults import CLIENT_DEFAULTS
 
 # librdkafka's log lines of the throw-away handle ("No bootstrap.servers configured") are expected.
 _QUIET = logging.getLogger("static_consumer.librdkafka.settings_check")
@@ -44,9 +46,19 @@ def librdkafka_problems(passthrough: Mapping[str, Value], protocol: str, env_var
         return []
     secrets = [str(v) for k, v in passthrough.items() if is_secret_key(k) and str(v)]
     return [
-        f"librdkafka[{key!r}] ({env_var}): {scrub(reason, secrets)}"
+        f"librdkafka[{key!r}] ({env_var}): {scrub(reason, secrets)}{_library_default_in(reason, passthrough)}"
         for key, reason in _problems(_frozen(passthrough), protocol)
     ]
+
+
+def _library_default_in(reason: str, passthrough: Mapping[str, Value]) -> str:
+    """A note naming the library's default behind a refusal that mentions a key the user did not set."""
+    named = [
+        f"`{key}` to {d.value}"
+        for key, d in CLIENT_DEFAULTS.items()
+        if key in reason and key not in passthrough
+    ]
+    return f" (the library sets {', '.join(named)} unless `librdkafka` sets it)" if named else ""
 
 
 def _frozen(passthrough: Mapping[str, Value]) -> _Key:
@@ -74,6 +86,9 @@ def _refusal(config: Mapping[str, Value], protocol: str) -> str | None:
     import confluent_kafka  # here, not at import: building settings must not load the client library
 
     full: dict[str, Any] = {"group.id": "static-consumer-settings-check", "group.protocol": protocol}
+    # On top of the library's defaults, as the consumer gets it: `reconnect.backoff.max.ms` 50 is refused
+    # against librdkafka's `reconnect.backoff.ms` of 100 but not against the library's 20.
+    full.update({key: default.value for key, default in CLIENT_DEFAULTS.items()})
     full.update(config)
     full["logger"] = _QUIET
     try:
