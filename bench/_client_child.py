@@ -1,14 +1,15 @@
 """One Kafka client in a process of its own, for bench_clients.py: read a topic, or restart as a static
 member and time the first record. Prints one JSON line; imports only the client it runs.
 
-    python bench/_client_child.py CLIENT read|restart BOOTSTRAP TOPIC GROUP INSTANCE COUNT
+    python bench/_client_child.py CLIENT read|restart BOOTSTRAP TOPIC GROUP INSTANCE COUNT [PROTOCOL]
 
 ``read``: consume COUNT records (every value read, every batch committed), timed from the first record
 to the last: wall seconds and this process's CPU seconds (the client's own threads included).
 ``restart``: start, wait for the first record, commit that batch and close without leaving the group
 (every client here is a static member: none sends LeaveGroup on close); reports when the first record
 arrived and when the client was constructed, as ``time.monotonic()`` (system-wide on Linux), so the
-parent can time from the moment it started this process.
+parent can time from the moment it started this process. PROTOCOL (``classic``, the default, or
+``consumer``: KIP-848, librdkafka-based clients only) is the group protocol.
 """
 
 from __future__ import annotations
@@ -58,6 +59,7 @@ def confluent(
     *,
     same_settings: bool = False,
     asynchronous: bool = False,
+    protocol: str = "classic",
 ) -> dict[str, float]:
     from confluent_kafka import Consumer
 
@@ -74,7 +76,9 @@ def confluent(
             "group.instance.id": instance,
             "auto.offset.reset": "earliest",
             "enable.auto.commit": False,
-            "session.timeout.ms": SESSION_MS,
+            "group.protocol": protocol,
+            # Under KIP-848 the broker decides the session (librdkafka refuses the key).
+            **({"session.timeout.ms": SESSION_MS} if protocol == "classic" else {}),
             **extra,
         }
     )
@@ -95,19 +99,35 @@ def confluent(
 
 
 def static_consumer(
-    bootstrap: str, topic: str, group: str, instance: str, count: int, *, batch: bool
+    bootstrap: str,
+    topic: str,
+    group: str,
+    instance: str,
+    count: int,
+    *,
+    batch: bool,
+    protocol: str = "classic",
 ) -> dict[str, float]:
     from static_consumer import ConsumerSettings, StaticConsumer
 
     clock = Clock()  # before the settings are built and checked
-    settings = ConsumerSettings(
-        bootstrap_servers=bootstrap,
-        group_id=group,
-        topics=(topic,),
-        instance_id=instance,
-        session_timeout_ms=SESSION_MS,
-        protocol="classic",
-    )
+    if protocol == "classic":
+        settings = ConsumerSettings(
+            bootstrap_servers=bootstrap,
+            group_id=group,
+            topics=(topic,),
+            instance_id=instance,
+            protocol="classic",
+            session_timeout_ms=SESSION_MS,
+        )
+    else:  # KIP-848: the broker decides the session
+        settings = ConsumerSettings(
+            bootstrap_servers=bootstrap,
+            group_id=group,
+            topics=(topic,),
+            instance_id=instance,
+            protocol="consumer",
+        )
     size, deadline = 0, time.monotonic() + DEADLINE_S
     with StaticConsumer(settings) as consumer:
         consume = consumer.consume_batch if batch else consumer.consume
@@ -182,26 +202,28 @@ def aiokafka(bootstrap: str, topic: str, group: str, instance: str, count: int) 
     return asyncio.run(run())
 
 
-CLIENTS: dict[str, Callable[[str, str, str, str, int], dict[str, float]]] = {
+CLIENTS: dict[str, Callable[..., dict[str, float]]] = {
     "confluent-kafka": confluent,
-    "confluent-kafka (library's settings)": lambda *a: confluent(*a, same_settings=True),
+    "confluent-kafka (library's settings)": lambda *a, **k: confluent(*a, same_settings=True, **k),
     # For context, not a goal: librdkafka's own asynchronous commit, unordered and unchecked (the loop
     # never learns of a failure, and two in flight can land out of order).
-    "confluent-kafka (library's settings, async commits)": lambda *a: confluent(
-        *a, same_settings=True, asynchronous=True
+    "confluent-kafka (library's settings, async commits)": lambda *a, **k: confluent(
+        *a, same_settings=True, asynchronous=True, **k
     ),
-    "StaticConsumer.consume": lambda *a: static_consumer(*a, batch=False),
-    "StaticConsumer.consume_batch": lambda *a: static_consumer(*a, batch=True),
+    "StaticConsumer.consume": lambda *a, **k: static_consumer(*a, batch=False, **k),
+    "StaticConsumer.consume_batch": lambda *a, **k: static_consumer(*a, batch=True, **k),
     "kafka-python": kafka_python,
     "aiokafka": aiokafka,
 }
 
 
 def main(argv: list[str]) -> None:
-    client, what, bootstrap, topic, group, instance, count = argv
+    client, what, bootstrap, topic, group, instance, count, *rest = argv
+    protocol = rest[0] if rest else "classic"
+    extra = {} if protocol == "classic" else {"protocol": protocol}
     # A restart reads one batch (the first record is what is timed), then commits it and closes.
     result: dict[str, Any] = CLIENTS[client](
-        bootstrap, topic, group, instance, 1 if what == "restart" else int(count)
+        bootstrap, topic, group, instance, 1 if what == "restart" else int(count), **extra
     )
     print(json.dumps(result), flush=True)
 

@@ -4,6 +4,7 @@ member's restart-to-first-record.
     pip install -e '.[bench]'      # aiokafka, for this benchmark only (kafka-python is a dependency)
     python bench/bench_clients.py [--records 500000] [--passes 3] [--restarts 5] [--quick]
                                   [--cells none:100,lz4:100,none:1024:100000,lz4:1024:100000]
+                                  [--protocol classic|consumer]
 
 Clients, each with its own defaults: raw confluent-kafka (the idiomatic loop: ``consume(500, 1.0)``,
 ``m.value()``, ``commit(asynchronous=False)``), the same raw loop given the librdkafka defaults
@@ -13,8 +14,9 @@ at-least-once's promises), ``StaticConsumer.consume`` and ``.consume_batch`` (``
 len(r.value)``, ``commit(records)``, which by default does not wait for the broker: see
 docs/semantics.md), kafka-python (``poll(max_records=500)``, ``commit()``) and aiokafka
 (``getmany(max_records=500)``, ``await commit()``). Every one is a static member (``group.instance.id`` /
-``group_instance_id``, classic protocol: kafka-python and aiokafka have no KIP-848), reads every value
-and commits every batch.
+``group_instance_id``, classic protocol: kafka-python and aiokafka have no KIP-848; ``--protocol
+consumer`` runs the librdkafka-based clients as KIP-848 members), reads every value and commits every
+batch.
 
 A cell is a compression, a value size and optionally a record count (``none:100``: ``--records``
 uncompressed 100 B records; the 1 KiB cells default to 100,000, which kafka-python reads at about 5,000
@@ -65,12 +67,27 @@ PARTITIONS = 6
 CHILD_TIMEOUT_S = 900.0
 
 
+PROTOCOL = ["classic"]  # set once by main() from --protocol
+CLASSIC_ONLY = ("kafka-python", "aiokafka")  # no KIP-848 in either
+
+
 def child(
     client: str, what: str, bootstrap: str, topic: str, group: str, instance: str, count: int
 ) -> dict[str, Any]:
     started = time.monotonic()
     done = subprocess.run(
-        [sys.executable, str(CHILD), client, what, bootstrap, topic, group, instance, str(count)],
+        [
+            sys.executable,
+            str(CHILD),
+            client,
+            what,
+            bootstrap,
+            topic,
+            group,
+            instance,
+            str(count),
+            PROTOCOL[0],
+        ],
         capture_output=True,
         text=True,
         timeout=CHILD_TIMEOUT_S,
@@ -163,6 +180,7 @@ def main() -> None:
     parser.add_argument("--restarts", type=int, default=5)
     parser.add_argument("--clients", default=";".join(CLIENTS), help="names separated by ';'")
     parser.add_argument("--quick", action="store_true", help="a smoke run: 5,000 records, 1 pass, 1 restart")
+    parser.add_argument("--protocol", choices=("classic", "consumer"), default="classic")
     args = parser.parse_args()
     if args.quick:
         args.records, args.passes, args.restarts = 5000, 1, 1
@@ -171,11 +189,15 @@ def main() -> None:
     unknown = set(clients) - set(CLIENTS)
     if unknown:
         parser.error(f"unknown clients {sorted(unknown)}; known: {', '.join(CLIENTS)}")
+    if args.protocol == "consumer" and (classic := [c for c in clients if c in CLASSIC_ONLY]):
+        parser.error(f"{', '.join(classic)} only speak the classic protocol: leave them out with --clients")
+    PROTOCOL[0] = args.protocol
     results: dict[str, dict[str, list[dict[str, Any]]]] = {}
     restarts: dict[str, list[tuple[float, float]]] = {}
     with local_cluster(os.environ) as cluster:
         bootstrap = cluster.bootstrap_servers
-        print(f"Kafka {cluster.version} ({cluster.backend}); {machine()}; {versions()}")
+        header = f"Kafka {cluster.version} ({cluster.backend}); {machine()}; {versions()}"
+        print(f"{header}; {args.protocol} protocol")
         for number, cell in enumerate(args.cells.split(",")):
             topic, results[cell] = read_cell(bootstrap, cell, clients, args.records, args.passes)
             if number == 0 and args.restarts:
