@@ -111,23 +111,11 @@ def static_consumer(
     from static_consumer import ConsumerSettings, StaticConsumer
 
     clock = Clock()  # before the settings are built and checked
-    if protocol == "classic":
-        settings = ConsumerSettings(
-            bootstrap_servers=bootstrap,
-            group_id=group,
-            topics=(topic,),
-            instance_id=instance,
-            protocol="classic",
-            session_timeout_ms=SESSION_MS,
-        )
-    else:  # KIP-848: the broker decides the session
-        settings = ConsumerSettings(
-            bootstrap_servers=bootstrap,
-            group_id=group,
-            topics=(topic,),
-            instance_id=instance,
-            protocol="consumer",
-        )
+    fields: dict[str, Any] = {"bootstrap_servers": bootstrap, "group_id": group, "topics": (topic,)}
+    fields.update(instance_id=instance, protocol=protocol)
+    if protocol == "classic":  # under KIP-848 the broker decides the session
+        fields["session_timeout_ms"] = SESSION_MS
+    settings = ConsumerSettings(**fields)
     size, deadline = 0, time.monotonic() + DEADLINE_S
     with StaticConsumer(settings) as consumer:
         consume = consumer.consume_batch if batch else consumer.consume
