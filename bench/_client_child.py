@@ -111,8 +111,13 @@ def static_consumer(
     from static_consumer import ConsumerSettings, StaticConsumer
 
     clock = Clock()  # before the settings are built and checked
-    fields: dict[str, Any] = {"bootstrap_servers": bootstrap, "group_id": group, "topics": (topic,)}
-    fields.update(instance_id=instance, protocol=protocol)
+    fields: dict[str, Any] = {
+        "bootstrap_servers": bootstrap,
+        "group_id": group,
+        "topics": (topic,),
+        "instance_id": instance,
+        "protocol": protocol,
+    }
     if protocol == "classic":  # under KIP-848 the broker decides the session
         fields["session_timeout_ms"] = SESSION_MS
     settings = ConsumerSettings(**fields)

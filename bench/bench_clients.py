@@ -67,12 +67,11 @@ PARTITIONS = 6
 CHILD_TIMEOUT_S = 900.0
 
 
-PROTOCOL = ["classic"]  # set once by main() from --protocol
 CLASSIC_ONLY = ("kafka-python", "aiokafka")  # no KIP-848 in either
 
 
 def child(
-    client: str, what: str, bootstrap: str, topic: str, group: str, instance: str, count: int
+    client: str, what: str, bootstrap: str, topic: str, group: str, instance: str, count: int, protocol: str
 ) -> dict[str, Any]:
     started = time.monotonic()
     done = subprocess.run(
@@ -86,7 +85,7 @@ def child(
             group,
             instance,
             str(count),
-            PROTOCOL[0],
+            protocol,
         ],
         capture_output=True,
         text=True,
@@ -120,7 +119,7 @@ OURS = ("StaticConsumer.consume", "StaticConsumer.consume_batch")
 
 
 def read_cell(
-    bootstrap: str, cell: str, clients: list[str], records: int, passes: int
+    bootstrap: str, cell: str, clients: list[str], records: int, passes: int, protocol: str
 ) -> tuple[str, dict[str, list[dict[str, Any]]]]:
     """Produce the cell's topic and read it ``passes`` times with every client (after a warm-up)."""
     compression, size, *count = cell.split(":")
@@ -133,7 +132,8 @@ def read_cell(
         order = clients[number % len(clients) :] + clients[: number % len(clients)]
         line = []
         for client in order:
-            got = child(client, "read", bootstrap, topic, f"r-{uuid.uuid4().hex[:8]}", "bench-0", records)
+            group = f"r-{uuid.uuid4().hex[:8]}"
+            got = child(client, "read", bootstrap, topic, group, "bench-0", records, protocol)
             if got["records"] < records:
                 raise RuntimeError(f"{client} read {got['records']} of {records} records")
             if number:
@@ -143,10 +143,12 @@ def read_cell(
     return topic, reads
 
 
-def restart_times(bootstrap: str, topic: str, client: str, restarts: int) -> list[tuple[float, float]]:
+def restart_times(
+    bootstrap: str, topic: str, client: str, restarts: int, protocol: str
+) -> list[tuple[float, float]]:
     group, out = f"restart-{uuid.uuid4().hex[:8]}", []
     for number in range(restarts + 1):  # the first start joins a new group
-        got = child(client, "restart", bootstrap, topic, group, "bench-restart", 1)
+        got = child(client, "restart", bootstrap, topic, group, "bench-restart", 1, protocol)
         if number:
             out.append((got["first_at"] - got["started_at"], got["first_at"] - got["constructed_at"]))
     print(f"  restarts of {client}: " + ", ".join(f"{a:.2f} s" for a, _ in out), flush=True)
@@ -191,7 +193,6 @@ def main() -> None:
         parser.error(f"unknown clients {sorted(unknown)}; known: {', '.join(CLIENTS)}")
     if args.protocol == "consumer" and (classic := [c for c in clients if c in CLASSIC_ONLY]):
         parser.error(f"{', '.join(classic)} only speak the classic protocol: leave them out with --clients")
-    PROTOCOL[0] = args.protocol
     results: dict[str, dict[str, list[dict[str, Any]]]] = {}
     restarts: dict[str, list[tuple[float, float]]] = {}
     with local_cluster(os.environ) as cluster:
@@ -199,11 +200,13 @@ def main() -> None:
         header = f"Kafka {cluster.version} ({cluster.backend}); {machine()}; {versions()}"
         print(f"{header}; {args.protocol} protocol")
         for number, cell in enumerate(args.cells.split(",")):
-            topic, results[cell] = read_cell(bootstrap, cell, clients, args.records, args.passes)
+            topic, results[cell] = read_cell(
+                bootstrap, cell, clients, args.records, args.passes, args.protocol
+            )
             if number == 0 and args.restarts:
                 print(f"  {compile_like_pip()}")
                 for client in clients:
-                    restarts[client] = restart_times(bootstrap, topic, client, args.restarts)
+                    restarts[client] = restart_times(bootstrap, topic, client, args.restarts, args.protocol)
     print(f"\n1-minute load average at the end: {os.getloadavg()[0]:.1f}")
     for cell, reads in results.items():
         report(cell, reads)

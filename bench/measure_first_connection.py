@@ -53,8 +53,7 @@ def main() -> None:
     parser.add_argument("--backoffs", default="100,50,20,10")
     parser.add_argument("--protocols", default="classic,consumer")
     args = parser.parse_args()
-    from static_consumer_lab.backends import local_cluster
-    from static_consumer_lab.kafka_ops import create_topic
+    from static_consumer_lab import create_topic, local_cluster
 
     backoffs = [int(b) for b in args.backoffs.split(",")]
     protocols = args.protocols.split(",")

@@ -25,7 +25,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from static_consumer._security.oauth import kafka_python_token_provider, librdkafka_oauth_cb
-from static_consumer.settings._defaults import CLIENT_DEFAULTS, QUEUE_BOUND, ClientDefault
+from static_consumer.settings._defaults import CLIENT_DEFAULTS
 from static_consumer.settings._model import ConsumerSettings
 from static_consumer.settings._rules import split_servers
 
@@ -142,8 +142,6 @@ def kafka_python_config(settings: ConsumerSettings) -> dict[str, object]:
 
 __all__ = [
     "CLIENT_DEFAULTS",
-    "QUEUE_BOUND",
-    "ClientDefault",
     "ConfigValue",
     "admin_config",
     "consumer_config",
