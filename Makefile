@@ -6,10 +6,10 @@ STAMP := $(VENV)/.installed
 
 .PHONY: demo test unit unit-pure-python integration container-test image lint typecheck docs clean
 
-# setup.py and the C source too: an editable install builds static_consumer/_records/native.c once, in place.
+# setup.py and the C source too: an editable install builds static_consumer/_base/records/native.c once, in place.
 # Both distributions of this repository in one pip command, so the lab (static-consumer-lab: the harness,
 # the pytest plugin, the demo) comes from ./lab and not from a package index.
-$(STAMP): pyproject.toml setup.py static_consumer/_records/native.c lab/pyproject.toml
+$(STAMP): pyproject.toml setup.py static_consumer/_base/records/native.c lab/pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
 	$(BIN)/pip install --quiet -e ./lab -e '.[dev]'
@@ -36,10 +36,10 @@ test: lint typecheck
 	$(MAKE) unit-pure-python
 
 # The unit tests that touch records once more on the pure-Python Record (what runs where the C extension
-# was not built); tests/test_record_impls.py checks both implementations in every run anyway.
-PURE_PYTHON_TESTS := tests/test_adapter_messages.py tests/test_record_api.py tests/test_record_batch.py \
-  tests/test_consumer_unit.py tests/test_stall_guard.py tests/test_batch_committer.py \
-  tests/test_spark_schema.py tests/test_aio_consumer.py
+# was not built); tests/unit/test_record_impls.py checks both implementations in every run anyway.
+PURE_PYTHON_TESTS := tests/unit/test_adapter_messages.py tests/unit/test_record_api.py tests/unit/test_record_batch.py \
+  tests/unit/test_consumer_unit.py tests/unit/test_stall_guard.py tests/unit/test_batch_committer.py \
+  tests/unit/test_spark_schema.py tests/unit/test_aio_consumer.py
 unit-pure-python: $(STAMP)
 	STATIC_CONSUMER_PURE_PYTHON=1 $(BIN)/pytest $(PURE_PYTHON_TESTS) -p no:cacheprovider -q
 
@@ -51,7 +51,7 @@ integration: $(STAMP)
 
 # The Kafka image of the container backend (docs/testing.md): built once per Kafka version and recipe.
 image: $(STAMP)
-	$(BIN)/python -m static_consumer_lab.kafka_image build
+	$(BIN)/python -m static_consumer_lab.brokers.kafka_image build
 
 # The integration tests' [container] variants only, on that image (needs a Docker engine and compose).
 container-test: $(STAMP)

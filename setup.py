@@ -1,4 +1,4 @@
-"""The native Record (static_consumer/_records/native.c), built at install when a C compiler is there.
+"""The native Record (static_consumer/_base/records/native.c), built at install when a C compiler is there.
 
 Optional: without a compiler the install goes on and static_consumer uses its pure-Python Record, which
 behaves the same (docs/benchmarks.md, "Record"). Everything else is configured in pyproject.toml.
@@ -9,8 +9,8 @@ from setuptools import Extension, setup
 setup(
     ext_modules=[
         Extension(
-            "static_consumer._records.native",
-            sources=["static_consumer/_records/native.c"],
+            "static_consumer._base.records.native",
+            sources=["static_consumer/_base/records/native.c"],
             optional=True,
         )
     ]

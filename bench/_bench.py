@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from static_consumer_lab.kafka_ops import QUIET_LOGGER
+from static_consumer_lab.brokers.kafka_ops import QUIET_LOGGER
 
 HEADERS = [("trace-id", b"0af7651916cd43dd8448eb211c80319c"), ("source", b"bench")]
 
@@ -213,7 +213,7 @@ def _version(got: object) -> str:
 
 
 def _record_kind() -> str:
-    from static_consumer._records import NATIVE
+    from static_consumer._base.records.impl import NATIVE
 
     return "native Record" if NATIVE else "pure-Python Record"
 

@@ -2,7 +2,7 @@
 Kafka source on the same server, in one run (``python bench/bench_spark.py --pods``).
 
 Every pod is a child process (a StatefulSet pod: static member ``bench-<i>`` with its own partitions,
-``static_consumer_lab.child`` in ``spark`` mode) with a Spark Connect session on one server started
+``static_consumer_lab.children.child`` in ``spark`` mode) with a Spark Connect session on one server started
 from PySpark's own launch script; each batch goes to Spark's ``noop`` writer. A round is timed from the
 first pod's ``ready`` (session created; the group join is inside the time) to the last batch handed
 over by any pod, and read from the first assignment (the rate of a running pod). The native source
@@ -21,9 +21,9 @@ from typing import Any
 
 from _bench import process_cpu_s
 
-from static_consumer_lab import ConsumerProcess
-from static_consumer_lab.processes import wait_until
-from static_consumer_lab.spark import SparkConnectServer
+from static_consumer_lab.children.processes import ConsumerProcess
+from static_consumer_lab.children.processes import wait_until
+from static_consumer_lab.spark_servers import SparkConnectServer
 
 FETCH: dict[str, Any] = {"fetch.message.max.bytes": 10 * 1024 * 1024, "queued.min.messages": 1_000_000}
 

@@ -38,8 +38,8 @@ from _bench import Pass, PassTimer, Rounds, machine, produce
 
 from static_consumer import ConsumerSettings, StaticConsumer
 from static_consumer.aio import AsyncStaticConsumer
-from static_consumer_lab import create_topic, local_cluster
-from static_consumer_lab.loop_lag import LoopLag
+from static_consumer_lab.brokers import create_topic, local_cluster
+from static_consumer_lab.children.loop_lag import LoopLag
 
 BATCH = 500
 PARTITIONS = 6

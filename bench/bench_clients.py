@@ -51,7 +51,7 @@ from typing import Any
 
 from _bench import compile_like_pip, machine, produce
 
-from static_consumer_lab import create_topic, local_cluster
+from static_consumer_lab.brokers import create_topic, local_cluster
 
 CHILD = Path(__file__).with_name("_client_child.py")
 CLIENTS = [

@@ -44,7 +44,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from static_consumer_lab import JvmKafkaCluster, create_topic
+from static_consumer_lab.brokers import JvmKafkaCluster, create_topic
 from static_consumer_lab.producer import SteadyProducer
 
 APP = Path(__file__).resolve().parent.parent / "examples" / "consumer_app.py"

@@ -194,7 +194,7 @@ def main() -> None:
     sys.path.insert(0, str(Path(__file__).parent))
     from _bench import machine
 
-    from static_consumer_lab import create_topic, local_cluster
+    from static_consumer_lab.brokers import create_topic, local_cluster
 
     full = args.full_rate is not None
     kinds = (args.consumers or ",".join(FULL_RATE_CONSUMERS if full else CONSUMERS)).split(",")

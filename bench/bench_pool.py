@@ -4,10 +4,10 @@
     python bench/bench_pool.py restart [--runs 3] [--protocols classic,consumer]
 
 One Apache Kafka broker on the JVM (the test harness) with Apache Kafka's default group settings
-(the harness's ``stock`` profile, ``static_consumer_lab.jvm.STOCK_GROUP_CONFIG``: KIP-848 session 45 s
+(the harness's ``stock`` profile, ``static_consumer_lab.brokers.jvm.STOCK_GROUP_CONFIG``: KIP-848 session 45 s
 and heartbeats 5 s, classic minimum session 6 s, initial rebalance delay 3 s), not the harness's fast
 test settings. Pods are ``static-consumer run --processes N
-static_consumer_lab.pool_app:handle`` child processes (:class:`static_consumer_lab.pods.PoolPod`), the
+static_consumer_lab.children.pool_app:handle`` child processes (:class:`static_consumer_lab.children.pods.PoolPod`), the
 control the README's single-process pod main (``run_until_sigterm``) around the same handler.
 
 throughput: per round, one pod of each kind reads a topic of ``--records`` 100 B records from its start
@@ -53,11 +53,11 @@ from typing import Any
 
 from _bench import machine, process_cpu_s
 
-from static_consumer_lab import JvmKafkaCluster, create_topic
-from static_consumer_lab.kafka_ops import produce
-from static_consumer_lab.pods import PoolPod, event_time
-from static_consumer_lab.pool_app import calibrate, work
-from static_consumer_lab.processes import wait_until
+from static_consumer_lab.brokers import JvmKafkaCluster, create_topic
+from static_consumer_lab.brokers.kafka_ops import produce
+from static_consumer_lab.children.pods import PoolPod, event_time
+from static_consumer_lab.children.pool_app import calibrate, work
+from static_consumer_lab.children.processes import wait_until
 from static_consumer_lab.producer import SteadyProducer
 
 KINDS = {"plain pod main": (1, True), "pool, 1 process": (1, False), "pool, 2 processes": (2, False)}

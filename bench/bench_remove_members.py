@@ -22,9 +22,9 @@ from pathlib import Path
 
 from static_consumer.settings import ConsumerSettings
 from static_consumer.settings._config import consumer_config
-from static_consumer_lab import create_topic, local_cluster
-from static_consumer_lab.processes import ConsumerProcess, wait_until
-from static_consumer_lab.specs import confluent_spec
+from static_consumer_lab.brokers import create_topic, local_cluster
+from static_consumer_lab.children.processes import ConsumerProcess, wait_until
+from static_consumer_lab.children.specs import confluent_spec
 
 GOAL_S = 5.0
 

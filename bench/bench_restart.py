@@ -49,11 +49,11 @@ from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass, field
 from typing import Any
 
-from static_consumer_lab import JvmKafkaCluster, create_topic, describe_consumer_group
-from static_consumer_lab.group import Group
-from static_consumer_lab.processes import ConsumerProcess, wait_until
+from static_consumer_lab.brokers import JvmKafkaCluster, create_topic, describe_consumer_group
+from static_consumer_lab.children.group import Group
+from static_consumer_lab.children.processes import ConsumerProcess, wait_until
 from static_consumer_lab.producer import SteadyProducer
-from static_consumer_lab.specs import static_spec
+from static_consumer_lab.children.specs import static_spec
 
 PARTITIONS = 6
 MEMBERS = ("app-0", "app-1", "app-2")

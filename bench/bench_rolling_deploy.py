@@ -27,7 +27,7 @@ from dataclasses import fields
 from pathlib import Path
 from typing import Any
 
-from static_consumer_lab import local_cluster
+from static_consumer_lab.brokers import local_cluster
 from static_consumer_lab.demo import plot
 from static_consumer_lab.demo.metrics import ROWS, Metrics, differences
 from static_consumer_lab.demo.recount import recount_dir

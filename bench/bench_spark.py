@@ -43,7 +43,7 @@ from static_consumer.spark import (
     spark_session,
 )
 from static_consumer.spark._handoff import Handoff
-from static_consumer_lab import create_topic, local_cluster
+from static_consumer_lab.brokers import create_topic, local_cluster
 
 # Fetch sizes for both readers: 10 MiB per partition (the clients' default is 1 MiB), and librdkafka
 # prefetching up to a batch ahead per partition, so neither waits on round trips to the broker.

@@ -43,7 +43,7 @@ from collections.abc import Callable
 from _bench import Pass, PassTimer, Rounds, machine, median_ratio, produce, raw_consumer
 
 from static_consumer import ConsumerSettings, StaticConsumer
-from static_consumer_lab import create_topic, local_cluster
+from static_consumer_lab.brokers import create_topic, local_cluster
 
 BATCH = 500
 PARTITIONS = 6

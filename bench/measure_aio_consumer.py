@@ -22,8 +22,8 @@ from typing import Any
 import confluent_kafka
 from confluent_kafka.aio import AIOConsumer
 
-from static_consumer_lab import create_topic, local_cluster, produce
-from static_consumer_lab.kafka_ops import QUIET_LOGGER
+from static_consumer_lab.brokers import create_topic, local_cluster, produce
+from static_consumer_lab.brokers.kafka_ops import QUIET_LOGGER
 
 
 class RecordingExecutor(ThreadPoolExecutor):

@@ -34,7 +34,7 @@ from typing import Any
 
 from _bench import machine, produce
 
-from static_consumer_lab import create_topic, local_cluster
+from static_consumer_lab.brokers import create_topic, local_cluster
 
 BATCH = 500
 MIB = 1024 * 1024

@@ -53,7 +53,7 @@ def main() -> None:
     parser.add_argument("--backoffs", default="100,50,20,10")
     parser.add_argument("--protocols", default="classic,consumer")
     args = parser.parse_args()
-    from static_consumer_lab import create_topic, local_cluster
+    from static_consumer_lab.brokers import create_topic, local_cluster
 
     backoffs = [int(b) for b in args.backoffs.split(",")]
     protocols = args.protocols.split(",")

@@ -80,7 +80,7 @@ def main() -> None:
     sys.path.insert(0, os.path.dirname(__file__))
     from _bench import compile_like_pip, machine, produce
 
-    from static_consumer_lab import create_topic, local_cluster
+    from static_consumer_lab.brokers import create_topic, local_cluster
 
     with local_cluster(os.environ) as cluster:
         bootstrap = cluster.bootstrap_servers

@@ -33,7 +33,7 @@ from confluent_kafka import Consumer, TopicPartition
 
 from static_consumer import ConsumerSettings
 from static_consumer.settings._config import consumer_config
-from static_consumer_lab import create_topic, local_cluster
+from static_consumer_lab.brokers import create_topic, local_cluster
 
 PARTITIONS = 6
 

@@ -49,7 +49,7 @@ from measure_spark_handoff import synthetic_batch
 
 from static_consumer.spark._handoff import FrameMaker
 from static_consumer.spark._schema import batches_to_table
-from static_consumer_lab.spark import SparkConnectServer
+from static_consumer_lab.spark_servers import SparkConnectServer
 
 PHASES = ("table", "frame", "write")
 

@@ -32,10 +32,10 @@ from typing import Any
 from _bench import produce
 
 from static_consumer import ConsumerSettings, StaticConsumer
+from static_consumer._base.records import RecordBatch
 from static_consumer.spark import records_to_table, spark_session
 from static_consumer.spark._handoff import FrameMaker, spark_schema
-from static_consumer.types import RecordBatch
-from static_consumer_lab import create_topic, local_cluster
+from static_consumer_lab.brokers import create_topic, local_cluster
 
 THRESHOLD = "spark.sql.execution.arrow.localRelationThreshold"
 TUNED_FETCH: dict[str, str | int | float | bool] = {

@@ -37,6 +37,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from static_consumer._base.records import RecordBatch, TopicPartition
 from static_consumer.spark import (
     BatchInfo,
     OffsetRange,
@@ -46,7 +47,6 @@ from static_consumer.spark import (
     write_parquet,
 )
 from static_consumer.spark.delta import SNAPSHOT_PARTITIONS, SNAPSHOT_PARTITIONS_DEFAULT
-from static_consumer.types import RecordBatch, TopicPartition
 
 PARTITIONS = 6
 

@@ -37,18 +37,18 @@ from pathlib import Path
 from typing import Any
 
 from static_consumer import ConsumerSettings, StaticConsumer
+from static_consumer._base.errors import StaticConsumerError
+from static_consumer._kafka.capabilities import BrokerCapabilities
 from static_consumer._kafka.describe import describe_consumer_protocol
 from static_consumer._kafka.kafka_python import admin_client
 from static_consumer._kafka.probe import probe
 from static_consumer.admin.members import describe_group
-from static_consumer.capabilities import BrokerCapabilities
-from static_consumer.errors import StaticConsumerError
 from static_consumer.settings._config import admin_config, consumer_config
-from static_consumer_lab import JvmKafkaCluster, create_topic, produce
-from static_consumer_lab.certs import generate_pki
-from static_consumer_lab.oauth import UnsecuredTokens
-from static_consumer_lab.sasl import SaslUsers
-from static_consumer_lab.tls import MTLS, OAUTH, OTHER_HOST, SASL_MECHANISMS, SSL, SecureListeners
+from static_consumer_lab.brokers import JvmKafkaCluster, create_topic, produce
+from static_consumer_lab.secure.certs import generate_pki
+from static_consumer_lab.secure.tokens import UnsecuredTokens
+from static_consumer_lab.secure.sasl import SaslUsers
+from static_consumer_lab.secure.listeners import MTLS, OAUTH, OTHER_HOST, SASL_MECHANISMS, SSL, SecureListeners
 
 LOG = io.StringIO()
 

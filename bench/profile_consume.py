@@ -31,7 +31,7 @@ from typing import Any
 from _bench import machine, produce, raw_consumer
 
 from static_consumer import ConsumerSettings, StaticConsumer
-from static_consumer_lab import create_topic, local_cluster
+from static_consumer_lab.brokers import create_topic, local_cluster
 
 BATCH = 500
 CLOCK = time.thread_time

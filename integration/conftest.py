@@ -3,7 +3,7 @@
 The plugin (``-p static_consumer_lab.plugin`` in pyproject.toml's addopts) provides the fixtures;
 nothing here may skip: if the broker cannot start, every test errors and CI fails with the broker log
 tail. Under CI=true a skipped test, or a module skipped while being collected, fails the run
-(tests/test_integration_no_skips.py runs this file on a temporary suite to prove both).
+(tests/architecture/test_integration_no_skips.py runs this file on a temporary suite to prove both).
 
 Tests marked ``both_backends`` run twice: ``[default]`` on the session broker (the JVM harness in CI)
 and ``[container]`` on the broker from the locally built image (``kafka_container_cluster``):
@@ -23,8 +23,8 @@ from typing import Any
 
 import pytest
 
-from static_consumer_lab import KafkaCluster
-from static_consumer_lab.containers import COMPOSE_COMMANDS, compose_command, docker_engine_reachable
+from static_consumer_lab.brokers import KafkaCluster
+from static_consumer_lab.brokers.containers import COMPOSE_COMMANDS, compose_command, docker_engine_reachable
 
 
 @pytest.fixture(scope="session")
@@ -42,7 +42,7 @@ def lab_group_factory(
 ) -> Callable[..., Any]:
     """``kafka_group_factory`` on the lab broker, for a test whose other groups use the stock one (a
     classic group on the stock broker next to a KIP-848 group that needs the lab's short session)."""
-    from static_consumer_lab.group import Group
+    from static_consumer_lab.children.group import Group
 
     bootstrap = kafka_lab_cluster.bootstrap_servers
     topics = functools.partial(kafka_topic_factory, bootstrap=bootstrap)

@@ -22,13 +22,13 @@ from typing import Any
 import pytest
 
 from static_consumer import StaticConsumer, exit_code_for, run_until_sigterm
+from static_consumer._base.errors import AuthorizationError, SessionTimeoutOutOfBoundsError
 from static_consumer._kafka.acls import GROUP, NEEDS, TOPICS, Acl
 from static_consumer._kafka.probe import probe
 from static_consumer.admin.cli import main
-from static_consumer.errors import AuthorizationError, SessionTimeoutOutOfBoundsError
 from static_consumer.settings import ConsumerSettings
-from static_consumer_lab.acls import OPS_USER, AclCluster
-from static_consumer_lab.kafka_ops import committed_offsets, create_topic, produce, set_group_config
+from static_consumer_lab.secure.authorizer import OPS_USER, AclCluster
+from static_consumer_lab.brokers.kafka_ops import committed_offsets, create_topic, produce, set_group_config
 
 PARTITIONS = 3
 RECORDS = 30

@@ -18,9 +18,9 @@ import pytest
 from static_consumer.admin import describe_group
 from static_consumer.admin.cli import main
 from static_consumer.settings import ConsumerSettings
-from static_consumer_lab.group import shorten_consumer_session
-from static_consumer_lab.processes import ConsumerProcess, wait_until
-from static_consumer_lab.specs import confluent_spec
+from static_consumer_lab.children.group import shorten_consumer_session
+from static_consumer_lab.children.processes import ConsumerProcess, wait_until
+from static_consumer_lab.children.specs import confluent_spec
 
 pytestmark = pytest.mark.lab_broker(
     "KIP-848 groups take a 500 ms heartbeat override (below the stock 5 s minimum) so that they settle in "

@@ -32,17 +32,17 @@ import pytest
 from _side_by_side import raise_first
 
 from static_consumer import ConsumerSettings, State
+from static_consumer._base.errors import FencedInstanceError
+from static_consumer._base.records import RecordBatch
+from static_consumer._core.events import Assigned, CommitRefused, Fenced, Revoked
+from static_consumer._core.shutdown import exit_code_for
 from static_consumer.aio import AsyncStaticConsumer, run_until_sigterm
-from static_consumer.errors import FencedInstanceError
-from static_consumer.events import Assigned, CommitRefused, Fenced, Revoked
-from static_consumer.shutdown import exit_code_for
-from static_consumer.types import RecordBatch
-from static_consumer_lab import produce
-from static_consumer_lab.group import Group
-from static_consumer_lab.kafka_ops import high_watermarks
-from static_consumer_lab.loop_lag import LoopLag
-from static_consumer_lab.pauses import owned_at, sampling_commits, taken_over, went_backwards
-from static_consumer_lab.processes import ConsumerProcess
+from static_consumer_lab.brokers import produce
+from static_consumer_lab.children.group import Group
+from static_consumer_lab.brokers.kafka_ops import high_watermarks
+from static_consumer_lab.children.loop_lag import LoopLag
+from static_consumer_lab.children.pauses import owned_at, sampling_commits, taken_over, went_backwards
+from static_consumer_lab.children.processes import ConsumerProcess
 from static_consumer_lab.producer import SteadyProducer
 
 pytestmark = pytest.mark.lab_broker(

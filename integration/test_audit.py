@@ -11,13 +11,13 @@ from typing import Any
 
 import pytest
 
+from static_consumer._base.records import TopicPartition
 from static_consumer.admin.audit import audit_group
 from static_consumer.admin.cli import main
 from static_consumer.settings import ConsumerSettings
-from static_consumer.types import TopicPartition
-from static_consumer_lab import add_partitions
-from static_consumer_lab.processes import ConsumerProcess, wait_until
-from static_consumer_lab.specs import confluent_spec
+from static_consumer_lab.brokers import add_partitions
+from static_consumer_lab.children.processes import ConsumerProcess, wait_until
+from static_consumer_lab.children.specs import confluent_spec
 
 pytestmark = pytest.mark.lab_broker(
     "classic groups form without the 3 s initial rebalance delay; the audit compares assignments, which no "

@@ -1,7 +1,7 @@
 """Bad input fails with a clear, typed error in bounded time (issue 3, scenario h).
 
-Unit tests cover the rules themselves: Kafka's instance-id rule and its messages (tests/test_identity.py),
-every library-owned passthrough key and the classic-only keys under KIP-848 (tests/test_settings.py).
+Unit tests cover the rules themselves: Kafka's instance-id rule and its messages (tests/unit/test_identity.py),
+every library-owned passthrough key and the classic-only keys under KIP-848 (tests/unit/test_settings.py).
 These tests cover what those cannot: the order in which StaticConsumer.start() checks things (identity
 before any network I/O), the bound on an unreachable bootstrap, and the environment route.
 """
@@ -25,7 +25,7 @@ from static_consumer import (
     StaticConsumer,
     exit_code_for,
 )
-from static_consumer_lab import create_topic, describe_consumer_group, produce
+from static_consumer_lab.brokers import create_topic, describe_consumer_group, produce
 
 CONNECT_TIMEOUT_S = 3.0
 SLACK_S = 10.0  # interpreter, DNS-free connect refusals and client teardown; generous on purpose
@@ -120,7 +120,7 @@ def test_invalid_instance_id_never_reaches_the_real_broker(
 def test_conflicting_passthrough_from_the_environment_is_a_configuration_error(
     passthrough: str, field: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    # tests/test_settings.py covers the keyword route for every owned key; this is the deployment route.
+    # tests/unit/test_settings.py covers the keyword route for every owned key; this is the deployment route.
     monkeypatch.setenv("STATIC_CONSUMER_LIBRDKAFKA", passthrough)
     with pytest.raises(ConfigurationError) as info:
         ConsumerSettings(bootstrap_servers="kafka-0:9092", group_id="g", topics=("t",))

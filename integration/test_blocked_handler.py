@@ -35,10 +35,10 @@ from pathlib import Path
 from _faults import SteadyProducer, assert_all_consumed_and_committed, logged_rebalances
 from _side_by_side import side_by_side
 
-from static_consumer_lab import KafkaCluster
-from static_consumer_lab.group import Group
-from static_consumer_lab.pauses import sampling_commits, stale_commits, stale_records, taken_over
-from static_consumer_lab.processes import ConsumerProcess, Event, wait_until
+from static_consumer_lab.brokers import KafkaCluster
+from static_consumer_lab.children.group import Group
+from static_consumer_lab.children.pauses import sampling_commits, stale_commits, stale_records, taken_over
+from static_consumer_lab.children.processes import ConsumerProcess, Event, wait_until
 
 PARTITIONS = 4
 SESSION_MS = 6000  # issue 27's; heartbeats every 0.5 s

@@ -60,17 +60,17 @@ from _faults import (
 )
 
 from static_consumer import BrokerUnavailableError, ConsumerSettings, State, StaticConsumer
+from static_consumer._base.errors import EXIT_TEMPFAIL
 from static_consumer._core.confluent import ConfluentAdapter
 from static_consumer._core.seam import ConsumerAdapter
-from static_consumer.errors import EXIT_TEMPFAIL
 from static_consumer.settings._config import ConfigValue
-from static_consumer_lab import JvmKafkaCluster, create_topic
-from static_consumer_lab.containers import ContainerKafkaCluster
-from static_consumer_lab.group import Group
-from static_consumer_lab.jvm import free_ports
-from static_consumer_lab.processes import ConsumerProcess
-from static_consumer_lab.rebalances import Rebalance
-from static_consumer_lab.specs import static_spec
+from static_consumer_lab.brokers import JvmKafkaCluster, create_topic
+from static_consumer_lab.brokers.containers import ContainerKafkaCluster
+from static_consumer_lab.children.group import Group
+from static_consumer_lab.brokers.jvm import free_ports
+from static_consumer_lab.children.processes import ConsumerProcess
+from static_consumer_lab.brokers.rebalances import Rebalance
+from static_consumer_lab.children.specs import static_spec
 
 PARTITIONS = 6
 MEMBERS = ("app-0", "app-1", "app-2")

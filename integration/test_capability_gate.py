@@ -18,10 +18,10 @@ from typing import Any, Literal
 import pytest
 
 from static_consumer import ConsumerSettings, StaticConsumer
-from static_consumer_lab import describe_consumer_group
-from static_consumer_lab.jvm import JvmKafkaCluster
-from static_consumer_lab.processes import ConsumerProcess, wait_until
-from static_consumer_lab.specs import confluent_spec, static_spec
+from static_consumer_lab.brokers import describe_consumer_group
+from static_consumer_lab.brokers.jvm import JvmKafkaCluster
+from static_consumer_lab.children.processes import ConsumerProcess, wait_until
+from static_consumer_lab.children.specs import confluent_spec, static_spec
 
 # The stock broker's (Apache Kafka's defaults): the bounds a consumer meets on an unchanged cluster.
 STOCK_MIN_SESSION_MS = 6000  # group.min.session.timeout.ms
@@ -180,7 +180,7 @@ def test_probe_prefers_a_kip848_group_session_timeout_override(
     the gate and the wait for a held instance id must use it rather than the broker-wide value (the
     heartbeat interval likewise); the broker's maximum bounds both."""
     from static_consumer._kafka.probe import probe
-    from static_consumer_lab.kafka_ops import set_group_config
+    from static_consumer_lab.brokers.kafka_ops import set_group_config
 
     overridden, plain = kafka_group_id_factory("override"), kafka_group_id_factory("plain")
     # Within the stock broker's bounds (session 45-60 s, heartbeat 5-15 s): it refuses anything else.

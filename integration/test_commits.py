@@ -11,13 +11,13 @@ from collections.abc import Callable
 from _side_by_side import side_by_side
 
 from static_consumer import ConsumerSettings, StaticConsumer
-from static_consumer.errors import CommitFailedError, RetriableError
-from static_consumer_lab import produce
-from static_consumer_lab.kafka_ops import committed_offsets
-from static_consumer_lab.pauses import sampling_commits
-from static_consumer_lab.processes import ConsumerProcess, wait_until
+from static_consumer._base.errors import CommitFailedError, RetriableError
+from static_consumer_lab.brokers import produce
+from static_consumer_lab.brokers.kafka_ops import committed_offsets
+from static_consumer_lab.children.pauses import sampling_commits
+from static_consumer_lab.children.processes import ConsumerProcess, wait_until
 from static_consumer_lab.producer import SteadyProducer
-from static_consumer_lab.specs import static_spec
+from static_consumer_lab.children.specs import static_spec
 
 PARTITIONS = 6
 BACKLOG = 30_000  # read at full rate before the second member comes

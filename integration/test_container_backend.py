@@ -18,9 +18,9 @@ from pathlib import Path
 
 import pytest
 
-from static_consumer_lab.backends import BackendChoice, select_backend
-from static_consumer_lab.containers import docker_engine_reachable, docker_status
-from static_consumer_lab.kafka_image import build_image, image_tag
+from static_consumer_lab.brokers.backends import BackendChoice, select_backend
+from static_consumer_lab.brokers.containers import docker_engine_reachable, docker_status
+from static_consumer_lab.brokers.kafka_image import build_image, image_tag
 
 SESSION_TEST = """
 def test_the_default_broker_answers(kafka_cluster):

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from static_consumer_lab.backends import KafkaCluster
+from static_consumer_lab.brokers.backends import KafkaCluster
 from static_consumer_lab.demo.main import report
 from static_consumer_lab.demo.metrics import differences
 from static_consumer_lab.demo.recount import recount_dir

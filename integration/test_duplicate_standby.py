@@ -8,7 +8,7 @@ Once per protocol, on the shared broker, with its group defaults (the KIP-848 se
 take-over after the owner's close is a join the broker accepts after the static leave). The classic
 members' session is 10 s. Under the classic protocol the topic is idle while the duplicate joins, so the
 first pod learns of the fence from a heartbeat, inside ``poll()``; a fence found by a commit stands by the
-same way, then that commit raises CommitFailedError (tests/test_standby.py), which the batch loop must
+same way, then that commit raises CommitFailedError (tests/unit/test_standby.py), which the batch loop must
 ride out (issue 27, part A).
 """
 
@@ -23,9 +23,9 @@ from typing import Any
 import pytest
 
 from static_consumer import StaticConsumer, run_until_sigterm
-from static_consumer.events import Assigned, MembershipListener, StandingBy
+from static_consumer._core.events import Assigned, MembershipListener, StandingBy
 from static_consumer.settings import ConsumerSettings
-from static_consumer_lab.kafka_ops import produce
+from static_consumer_lab.brokers.kafka_ops import produce
 
 PARTITIONS = 2
 STAND_BY_WITHIN_S = 20.0  # classic: the next heartbeat (3 s); KIP-848: the newcomer's proof of life

@@ -19,9 +19,9 @@ from collections.abc import Callable
 
 from static_consumer import ConsumerSettings
 from static_consumer._kafka.probe import probe
-from static_consumer_lab import JvmKafkaCluster, create_topic
-from static_consumer_lab.group import Group
-from static_consumer_lab.processes import ConsumerProcess
+from static_consumer_lab.brokers import JvmKafkaCluster, create_topic
+from static_consumer_lab.children.group import Group
+from static_consumer_lab.children.processes import ConsumerProcess
 
 PARTITIONS = 6
 MEMBERS = ("app-0", "app-1", "app-2")

@@ -7,10 +7,10 @@ from collections.abc import Callable
 
 import pytest
 
-from static_consumer_lab import describe_consumer_group, produce
-from static_consumer_lab.backends import KafkaCluster
-from static_consumer_lab.processes import ConsumerProcess, wait_until
-from static_consumer_lab.specs import confluent_spec
+from static_consumer_lab.brokers import describe_consumer_group, produce
+from static_consumer_lab.brokers.backends import KafkaCluster
+from static_consumer_lab.children.processes import ConsumerProcess, wait_until
+from static_consumer_lab.children.specs import confluent_spec
 
 RECORDS = 10_000
 

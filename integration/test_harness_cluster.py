@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from static_consumer_lab import JvmKafkaCluster, resolve_classpath
-from static_consumer_lab.kafka_ops import metadata
+from static_consumer_lab.brokers import JvmKafkaCluster, resolve_classpath
+from static_consumer_lab.brokers.kafka_ops import metadata
 
 
 def test_broker_classpath_resolves_with_maven_into_an_empty_cache_and_starts(

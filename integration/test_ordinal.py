@@ -17,9 +17,9 @@ from typing import Any
 import pytest
 
 from assignors import ordinal_plan_all
-from static_consumer_lab import add_partitions, committed_offsets, describe_consumer_group, produce
-from static_consumer_lab.processes import ConsumerProcess, wait_until
-from static_consumer_lab.specs import static_spec
+from static_consumer_lab.brokers import add_partitions, committed_offsets, describe_consumer_group, produce
+from static_consumer_lab.children.processes import ConsumerProcess, wait_until
+from static_consumer_lab.children.specs import static_spec
 
 PARTITIONS = 7
 REPLICAS = 3

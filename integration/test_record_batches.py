@@ -20,8 +20,8 @@ from confluent_kafka import Producer
 
 from static_consumer import ConsumerSettings, Record, RecordBatch, StaticConsumer, TopicPartition
 from static_consumer._core.confluent import ConfluentAdapter
-from static_consumer_lab import committed_offsets
-from static_consumer_lab.kafka_ops import QUIET_LOGGER
+from static_consumer_lab.brokers import committed_offsets
+from static_consumer_lab.brokers.kafka_ops import QUIET_LOGGER
 
 pytestmark = pytest.mark.lab_broker(
     "single-member groups form without the 3 s initial rebalance delay; records and commits do not depend "

@@ -19,12 +19,12 @@ from typing import Any
 import pytest
 
 from static_consumer import StaticConsumer
+from static_consumer._base.errors import AuthenticationError, ConfigurationError, StaticConsumerError
+from static_consumer._base.records import Record
 from static_consumer.admin.audit import audit_group
 from static_consumer.admin.cli import main
-from static_consumer.errors import AuthenticationError, ConfigurationError, StaticConsumerError
 from static_consumer.settings import ConsumerSettings
-from static_consumer.types import Record
-from static_consumer_lab import JvmKafkaCluster, committed_offsets, create_topic, produce
+from static_consumer_lab.brokers import JvmKafkaCluster, committed_offsets, create_topic, produce
 
 PARTITIONS = 3
 RECORDS = 300

@@ -22,7 +22,7 @@ from _side_by_side import side_by_side
 from confluent_kafka import Producer
 
 from static_consumer import ConsumerSettings
-from static_consumer.errors import ConfigurationError
+from static_consumer._base.errors import ConfigurationError
 from static_consumer.spark import (
     BatchInfo,
     BatchLimits,
@@ -31,13 +31,14 @@ from static_consumer.spark import (
     resolve_kafka_connector,
     spark_session,
 )
-from static_consumer_lab import ConsumerProcess, committed_offsets, produce
-from static_consumer_lab.group import shorten_consumer_session
-from static_consumer_lab.kafka_ops import high_watermarks
-from static_consumer_lab.pauses import owned_at, taken_over, timeline
-from static_consumer_lab.processes import wait_until
+from static_consumer_lab.children.processes import ConsumerProcess
+from static_consumer_lab.brokers import committed_offsets, produce
+from static_consumer_lab.children.group import shorten_consumer_session
+from static_consumer_lab.brokers.kafka_ops import high_watermarks
+from static_consumer_lab.children.pauses import owned_at, taken_over, timeline
+from static_consumer_lab.children.processes import wait_until
 from static_consumer_lab.producer import SteadyProducer
-from static_consumer_lab.specs import CLASSIC_DEFAULTS, for_protocol, static_spec
+from static_consumer_lab.children.specs import CLASSIC_DEFAULTS, for_protocol, static_spec
 
 pytestmark = pytest.mark.lab_broker(
     "Spark bridge pods join without the 3 s initial rebalance delay; nothing here depends on the session"
@@ -90,7 +91,7 @@ def settings(bootstrap: str, group: str, topic: str, instance_id: str = "spark-0
 
 
 def pod_spec(pod_settings: ConsumerSettings, **extra: Any) -> dict[str, Any]:
-    """A local-Spark bridge pod in a child process (``static_consumer_lab.child``'s spark mode)."""
+    """A local-Spark bridge pod in a child process (``static_consumer_lab.children.child``'s spark mode)."""
     fields = pod_settings.model_dump(mode="json", exclude_defaults=True)
     return {"mode": "spark", "master": "local[1]", "settings": fields, "max_records": 300, **extra}
 

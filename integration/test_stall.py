@@ -25,8 +25,8 @@ import pytest
 from _faults import SteadyProducer, assert_all_consumed_and_committed
 from _side_by_side import side_by_side
 
-from static_consumer_lab.group import Group
-from static_consumer_lab.pauses import (
+from static_consumer_lab.children.group import Group
+from static_consumer_lab.children.pauses import (
     checked_before,
     pause,
     pause_until,
@@ -37,7 +37,7 @@ from static_consumer_lab.pauses import (
     taken_over,
     timeline,
 )
-from static_consumer_lab.processes import ConsumerProcess, Event
+from static_consumer_lab.children.processes import ConsumerProcess, Event
 
 pytestmark = pytest.mark.lab_broker(
     "5 s sessions with 500 ms heartbeats: a freeze past the session is the point, not its length"

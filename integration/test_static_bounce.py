@@ -15,8 +15,8 @@ import pytest
 from _faults import logged_rebalances
 from _side_by_side import side_by_side
 
-from static_consumer_lab import KafkaCluster, produce
-from static_consumer_lab.group import Group
+from static_consumer_lab.brokers import KafkaCluster, produce
+from static_consumer_lab.children.group import Group
 
 PARTITIONS = 8
 MEMBERS = ("app-0", "app-1", "app-2")

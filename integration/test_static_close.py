@@ -19,9 +19,9 @@ from typing import Any
 import pytest
 from _side_by_side import side_by_side
 
-from static_consumer_lab import describe_consumer_group
-from static_consumer_lab.group import CONSUMER_PROTOCOL_SESSION_MS, Group
-from static_consumer_lab.processes import wait_until
+from static_consumer_lab.brokers import describe_consumer_group
+from static_consumer_lab.children.group import CONSUMER_PROTOCOL_SESSION_MS, Group
+from static_consumer_lab.children.processes import wait_until
 
 pytestmark = pytest.mark.lab_broker(
     "10 s sessions: the test waits for a closed member to expire; close vs leave does not depend on the "

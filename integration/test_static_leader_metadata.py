@@ -27,10 +27,10 @@ from typing import Any
 import pytest
 from _side_by_side import side_by_side
 
-from static_consumer_lab import add_partitions, create_topic
-from static_consumer_lab.group import Group
-from static_consumer_lab.processes import ConsumerProcess, wait_until
-from static_consumer_lab.specs import static_spec
+from static_consumer_lab.brokers import add_partitions, create_topic
+from static_consumer_lab.children.group import Group
+from static_consumer_lab.children.processes import ConsumerProcess, wait_until
+from static_consumer_lab.children.specs import static_spec
 
 pytestmark = pytest.mark.lab_broker(
     "KIP-848 groups settle in seconds with 500 ms heartbeats; the point is who owns new partitions after "

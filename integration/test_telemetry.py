@@ -18,9 +18,9 @@ import pytest
 from _side_by_side import side_by_side
 
 from static_consumer.telemetry import read_event_log
-from static_consumer_lab import describe_consumer_group
-from static_consumer_lab.group import Group
-from static_consumer_lab.processes import ConsumerProcess, wait_until
+from static_consumer_lab.brokers import describe_consumer_group
+from static_consumer_lab.children.group import Group
+from static_consumer_lab.children.processes import ConsumerProcess, wait_until
 
 pytestmark = pytest.mark.lab_broker(
     "10 s sessions: one scenario waits for a member to expire; the metrics do not depend on how long"

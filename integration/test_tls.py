@@ -28,19 +28,19 @@ from typing import Any
 import pytest
 
 from static_consumer import ConsumerSettings, MembershipListener, Revoked, StaticConsumer
+from static_consumer._base.errors import StaticConsumerError
+from static_consumer._base.records import Record, TopicPartition
+from static_consumer._base.retry import RetryPolicy
+from static_consumer._core.events import Lost
 from static_consumer._kafka.probe import probe
 from static_consumer.admin.members import describe_group, remove_members, scale_down
-from static_consumer.errors import StaticConsumerError
-from static_consumer.events import Lost
-from static_consumer.retry import RetryPolicy
 from static_consumer.telemetry import EventLog
-from static_consumer.types import Record, TopicPartition
-from static_consumer_lab import JvmKafkaCluster, committed_offsets, create_topic, produce
-from static_consumer_lab.kafka_ops import describe_consumer_group as describe_on_broker
-from static_consumer_lab.kafka_ops import high_watermarks
-from static_consumer_lab.oauth import UnsecuredTokens
-from static_consumer_lab.processes import wait_until
-from static_consumer_lab.tls import MTLS, OAUTH, OTHER_HOST, SASL_SSL, SSL
+from static_consumer_lab.brokers import JvmKafkaCluster, committed_offsets, create_topic, produce
+from static_consumer_lab.brokers.kafka_ops import describe_consumer_group as describe_on_broker
+from static_consumer_lab.brokers.kafka_ops import high_watermarks
+from static_consumer_lab.secure.tokens import UnsecuredTokens
+from static_consumer_lab.children.processes import wait_until
+from static_consumer_lab.secure.listeners import MTLS, OAUTH, OTHER_HOST, SASL_SSL, SSL
 
 PARTITIONS = 4
 RECORDS = 400

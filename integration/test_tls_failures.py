@@ -22,17 +22,17 @@ from typing import Any
 import pytest
 
 from static_consumer import ConsumerSettings, MembershipListener, StaticConsumer, exit_code_for
+from static_consumer._base.errors import AuthenticationError, ConfigurationError
+from static_consumer._base.records import Record
+from static_consumer._core.events import FatalError
 from static_consumer._kafka.describe import describe_consumer_protocol
 from static_consumer._kafka.probe import probe
 from static_consumer._security import tls as _tls
 from static_consumer.admin.members import describe_group, remove_members, scale_down
-from static_consumer.errors import AuthenticationError, ConfigurationError
-from static_consumer.events import FatalError
 from static_consumer.telemetry import EventLog
-from static_consumer.types import Record
-from static_consumer_lab import JvmKafkaCluster, create_topic, produce
-from static_consumer_lab.oauth import UnsecuredTokens
-from static_consumer_lab.tls import MTLS, OAUTH, OTHER_HOST, SASL_SSL, SSL
+from static_consumer_lab.brokers import JvmKafkaCluster, create_topic, produce
+from static_consumer_lab.secure.tokens import UnsecuredTokens
+from static_consumer_lab.secure.listeners import MTLS, OAUTH, OTHER_HOST, SASL_SSL, SSL
 
 CONNECT_TIMEOUT_S = 20.0
 FAST_S = 12.0  # well under CONNECT_TIMEOUT_S: the failure came from the handshake, not the timeout

@@ -1,13 +1,11 @@
 """static_consumer: Kafka consumers that restart without rebalance storms (KIP-345 static membership).
 
-The public surface is listed in ``__all__``; modules starting with an underscore are private. Import
-paths that moved keep working until their removal release, with a DeprecationWarning (``_compat``).
+The public surface is listed in ``__all__``: import from here (``from static_consumer import
+StaticConsumer``). The subpackages ``settings``, ``aio``, ``pool``, ``spark``, ``telemetry`` and ``admin``
+are public too; modules and packages starting with an underscore are private.
 """
 
-from static_consumer import _compat
-from static_consumer.capabilities import BrokerCapabilities, StaticDecision, decide
-from static_consumer.consumer import State, StaticConsumer, Status
-from static_consumer.errors import (
+from static_consumer._base.errors import (
     EXIT_CONFIG,
     EXIT_FATAL,
     EXIT_FENCED,
@@ -33,7 +31,9 @@ from static_consumer.errors import (
     UnknownInstanceIdError,
     UnreleasedInstanceIdError,
 )
-from static_consumer.events import (
+from static_consumer._base.records import Record, RecordBatch, TopicPartition
+from static_consumer._core.consumer import State, StaticConsumer, Status
+from static_consumer._core.events import (
     Assigned,
     Closed,
     CommitRefused,
@@ -48,14 +48,13 @@ from static_consumer.events import (
     Stalled,
     StandingBy,
 )
-from static_consumer.identity import Identity, resolve_identity, validate_instance_id
+from static_consumer._core.gate import StaticDecision, decide
+from static_consumer._core.identity import Identity, resolve_identity, validate_instance_id
+from static_consumer._core.shutdown import exit_code_for, install_sigterm_handler, run_until_sigterm
+from static_consumer._kafka.capabilities import BrokerCapabilities
 from static_consumer.settings import ConsumerSettings, OAuthBearerToken
-from static_consumer.shutdown import exit_code_for, install_sigterm_handler, run_until_sigterm
-from static_consumer.types import Record, RecordBatch, TopicPartition
 
 __version__ = "0.1.0"
-
-_compat.install()
 
 __all__ = [
     "EXIT_CONFIG",

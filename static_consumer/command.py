@@ -19,12 +19,12 @@ import sys
 from collections.abc import Callable, Sequence
 from typing import Any, TextIO
 
+from static_consumer._base.errors import ConfigurationError, StaticConsumerError
+from static_consumer._core.events import MembershipListener
+from static_consumer._core.shutdown import exit_code_for
 from static_consumer._security.secrets import ISSUED_TOKENS, env_secrets, scrub
-from static_consumer.errors import ConfigurationError, StaticConsumerError
-from static_consumer.events import MembershipListener
 from static_consumer.pool import WorkerInfo, run_pool
 from static_consumer.settings import ConsumerSettings
-from static_consumer.shutdown import exit_code_for
 
 log = logging.getLogger("static_consumer.run")
 EXIT_USAGE = 2

@@ -15,21 +15,21 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from static_consumer._core.seam import AdapterError, CommitResult, PollError, RebalanceCallback
-from static_consumer._kafka.codes import (
+from static_consumer._base.codes import (
     FATAL,
     FENCED_INSTANCE_ID,
     MAX_POLL_EXCEEDED,
     TRANSPORT,
     UNRELEASED_INSTANCE_ID,
 )
+from static_consumer._base.records import Record, RecordBatch, RecordList, TopicPartition
+from static_consumer._core.consumer import StaticConsumer
+from static_consumer._core.events import FatalError, MembershipListener
+from static_consumer._core.seam import AdapterError, CommitResult, PollError, RebalanceCallback
+from static_consumer._kafka.capabilities import BrokerCapabilities
 from static_consumer._kafka.groups import GroupDescription, GroupMember
-from static_consumer.capabilities import BrokerCapabilities
-from static_consumer.consumer import StaticConsumer
-from static_consumer.events import FatalError, MembershipListener
 from static_consumer.settings import ConsumerSettings
 from static_consumer.telemetry import EventLog
-from static_consumer.types import Record, RecordBatch, RecordList, TopicPartition
 
 FENCED_TEXT = (
     "Fatal error: Broker: Static consumer fenced by other consumer with same group.instance.id: "

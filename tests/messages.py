@@ -10,7 +10,7 @@ from typing import Any
 import confluent_kafka
 import pytest
 
-from static_consumer._records import pure as _pyrecord
+from static_consumer._base.records import pure as _pyrecord
 
 
 def message(offset: int, partition: int = 0, **fields: Any) -> confluent_kafka.Message:
@@ -31,7 +31,7 @@ def message(offset: int, partition: int = 0, **fields: Any) -> confluent_kafka.M
 
 def _native() -> ModuleType | None:
     try:
-        from static_consumer._records import native as _crecord
+        from static_consumer._base.records import native as _crecord
     except ImportError:
         if os.environ.get("CI") == "true":  # CI installs with a compiler: a missing build is a failure there
             raise

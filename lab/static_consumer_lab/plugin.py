@@ -13,13 +13,13 @@ Fixtures:
   at its first use and shared to the end of the session. Never skipped: if no broker can start, the test
   errors with the broker log.
 - ``kafka_stock_cluster``, ``kafka_lab_cluster`` (session): the broker of each profile on the backend
-  :func:`~static_consumer_lab.backends.select_backend` picks: ``STATIC_CONSUMER_BROKER=jvm|docker|external``,
+  :func:`~static_consumer_lab.brokers.backends.select_backend` picks: ``STATIC_CONSUMER_BROKER=jvm|docker|external``,
   else ``KAFKA_BOOTSTRAP_SERVERS`` if set (both profiles: an existing cluster has the settings it has),
   else the container when a Docker engine, a compose command and the locally built image are all there,
   else a KRaft broker on the JVM from Maven Central jars (one warning line when an engine answered but
   the rest was missing).
 - ``kafka_container_cluster``, ``kafka_container_lab_cluster`` (session): a KRaft broker of that profile
-  from the harness's locally built image (:mod:`static_consumer_lab.kafka_image`, built here if its tag is
+  from the harness's locally built image (:mod:`static_consumer_lab.brokers.kafka_image`, built here if its tag is
   missing) under Docker Compose, started through pytest-docker with its ``docker_compose_command``
   fixture (when that command does not answer, the first of ``docker compose`` and ``docker-compose`` that
   does, said in one line), on the host's network at 127.0.0.1; ``stop_node()``/``start_node()``/
@@ -39,7 +39,7 @@ Fixtures:
   (``sasl_bootstrap_servers``; SCRAM-SHA-256 and PLAIN) next to its PLAINTEXT one; ``cluster.sasl``
   holds the users (``alice``, ``bob``) and their random, distinctive passwords.
 - ``kafka_acl_cluster`` (module): a one-node JVM cluster with KRaft's ``StandardAuthorizer``
-  (:mod:`static_consumer_lab.acls`): the harness's PLAINTEXT listener and the SASL user ``admin`` are super
+  (:mod:`static_consumer_lab.secure.authorizer`): the harness's PLAINTEXT listener and the SASL user ``admin`` are super
   users, the SASL user ``app`` has only the ACLs a test sets with ``cluster.only([...])``;
   ``cluster.settings_fields()`` logs in as ``app``. Stopped at the end of the module.
 - ``spark_connect_server`` (session): a Spark Connect server on 127.0.0.1 started from PySpark's own
@@ -48,7 +48,7 @@ Fixtures:
   ``.master_url``. Both need ``static-consumer[spark]`` and Java; they error (never skip) when they
   cannot start within ``START_TIMEOUT_S``.
 - ``kafka_secure_cluster`` (session): a one-node JVM cluster with the TLS listeners of
-  :mod:`static_consumer_lab.tls` (SSL, MTLS, SASL_SSL with SCRAM-SHA-512 and PLAIN, OAUTH, OTHERHOST)
+  :mod:`static_consumer_lab.secure.listeners` (SSL, MTLS, SASL_SSL with SCRAM-SHA-512 and PLAIN, OAUTH, OTHERHOST)
   next to PLAINTEXT; ``cluster.bootstrap_for("MTLS")``; ``cluster.tls.pki`` holds the throwaway CA and
   certificates (generated at start, deleted at the end), ``cluster.tls.users`` the SASL users;
   ``cluster.tls.settings_fields(listener, bootstrap)`` gives ConsumerSettings fields for a listener.
@@ -65,13 +65,13 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 if TYPE_CHECKING:  # the harness is imported by the fixtures that use it, never at plugin load
-    from static_consumer_lab.acls import AclCluster
-    from static_consumer_lab.backends import KafkaCluster
-    from static_consumer_lab.containers import ContainerKafkaCluster
-    from static_consumer_lab.group import Group
-    from static_consumer_lab.jvm import JvmKafkaCluster, Profile
-    from static_consumer_lab.processes import ConsumerProcess
-    from static_consumer_lab.spark import SparkConnectServer, StandaloneCluster
+    from static_consumer_lab.secure.authorizer import AclCluster
+    from static_consumer_lab.brokers.backends import KafkaCluster
+    from static_consumer_lab.brokers.containers import ContainerKafkaCluster
+    from static_consumer_lab.children.group import Group
+    from static_consumer_lab.brokers.jvm import JvmKafkaCluster, Profile
+    from static_consumer_lab.children.processes import ConsumerProcess
+    from static_consumer_lab.spark_servers import SparkConnectServer, StandaloneCluster
 
 # Loading this plugin (pytest does it in every session where the package is installed) imports only
 # pytest and the standard library, defines fixtures and registers no hook. The hooks that attach broker
@@ -131,7 +131,7 @@ def _describe_start(cluster: Any) -> str:
 
 
 def _shared_cluster(pytestconfig: pytest.Config, profile: Profile) -> Iterator[KafkaCluster]:
-    from static_consumer_lab.backends import local_cluster
+    from static_consumer_lab.brokers.backends import local_cluster
 
     warn = lambda line: _announce(pytestconfig, f"warning: {line}")  # noqa: E731
     with local_cluster(os.environ, profile=profile, warn=warn) as cluster:
@@ -146,7 +146,7 @@ def _shared_cluster(pytestconfig: pytest.Config, profile: Profile) -> Iterator[K
 def _container(
     pytestconfig: pytest.Config, compose: str, project: str, profile: Profile
 ) -> Iterator[ContainerKafkaCluster]:
-    from static_consumer_lab.containers import container_cluster
+    from static_consumer_lab.brokers.containers import container_cluster
 
     progress = lambda line: _announce(pytestconfig, line)  # noqa: E731
     cluster = container_cluster(
@@ -228,7 +228,7 @@ def kafka_topic_factory(kafka_bootstrap_servers: str, request: pytest.FixtureReq
         replication: int = 1,
         config: Mapping[str, str] | None = None,
     ) -> str:
-        from static_consumer_lab.kafka_ops import create_topic
+        from static_consumer_lab.brokers.kafka_ops import create_topic
 
         return create_topic(
             bootstrap or kafka_bootstrap_servers,
@@ -253,7 +253,7 @@ def kafka_group_id_factory(request: pytest.FixtureRequest) -> Callable[..., str]
 def kafka_consumer_process_factory(
     request: pytest.FixtureRequest,
 ) -> Iterator[Callable[..., ConsumerProcess]]:
-    from static_consumer_lab.processes import ConsumerProcess
+    from static_consumer_lab.children.processes import ConsumerProcess
 
     _use_reports(request.config)
     started: list[ConsumerProcess] = []
@@ -283,9 +283,9 @@ def kafka_group_factory(
     kafka_consumer_process_factory: Callable[..., ConsumerProcess],
 ) -> Callable[..., Group]:
     """``new(partitions, **options) -> Group``: members in child processes on a new topic with a new group
-    id, on the test's shared broker (``options`` are :class:`~static_consumer_lab.group.Group`'s fields;
+    id, on the test's shared broker (``options`` are :class:`~static_consumer_lab.children.group.Group`'s fields;
     ``lab`` follows the broker's profile)."""
-    from static_consumer_lab.group import Group
+    from static_consumer_lab.children.group import Group
 
     def new(partitions: int, **options: Any) -> Group:
         options.setdefault("lab", kafka_profile == "lab")
@@ -302,7 +302,7 @@ def kafka_group_factory(
 
 
 def _jvm_clusters(pytestconfig: pytest.Config) -> Iterator[Callable[..., JvmKafkaCluster]]:
-    from static_consumer_lab.jvm import JvmKafkaCluster
+    from static_consumer_lab.brokers.jvm import JvmKafkaCluster
 
     started: list[JvmKafkaCluster] = []
 
@@ -336,8 +336,8 @@ def kafka_jvm_module_cluster_factory(
 
 @pytest.fixture(scope="session")
 def kafka_sasl_cluster(pytestconfig: pytest.Config) -> Iterator[JvmKafkaCluster]:
-    from static_consumer_lab.jvm import JvmKafkaCluster
-    from static_consumer_lab.sasl import SaslUsers
+    from static_consumer_lab.brokers.jvm import JvmKafkaCluster
+    from static_consumer_lab.secure.sasl import SaslUsers
 
     # Random per session, and long enough that finding one in a log can only mean a leak.
     users = SaslUsers({name: f"{name}-pw-{secrets.token_hex(12)}" for name in ("alice", "bob")})
@@ -356,7 +356,7 @@ def kafka_sasl_cluster(pytestconfig: pytest.Config) -> Iterator[JvmKafkaCluster]
 
 @pytest.fixture(scope="module")
 def kafka_acl_cluster(pytestconfig: pytest.Config) -> Iterator[AclCluster]:
-    from static_consumer_lab.acls import start_acl_cluster
+    from static_consumer_lab.secure.authorizer import start_acl_cluster
 
     acl = start_acl_cluster()
     _clusters.append(acl.cluster)
@@ -370,7 +370,7 @@ def kafka_acl_cluster(pytestconfig: pytest.Config) -> Iterator[AclCluster]:
 
 @pytest.fixture(scope="session")
 def spark_connect_server(pytestconfig: pytest.Config) -> Iterator[SparkConnectServer]:
-    from static_consumer_lab.spark import SparkConnectServer, server_jars
+    from static_consumer_lab.spark_servers import SparkConnectServer, server_jars
 
     jars, conf = server_jars()
     with SparkConnectServer(jars=jars, conf=conf) as server:
@@ -382,7 +382,7 @@ def spark_connect_server(pytestconfig: pytest.Config) -> Iterator[SparkConnectSe
 
 @pytest.fixture(scope="session")
 def spark_standalone_cluster(pytestconfig: pytest.Config) -> Iterator[StandaloneCluster]:
-    from static_consumer_lab.spark import StandaloneCluster
+    from static_consumer_lab.spark_servers import StandaloneCluster
 
     with StandaloneCluster() as cluster:
         _announce(
@@ -399,10 +399,10 @@ def kafka_secure_cluster(pytestconfig: pytest.Config) -> Iterator[JvmKafkaCluste
     import tempfile
     from pathlib import Path
 
-    from static_consumer_lab.certs import generate_pki
-    from static_consumer_lab.jvm import JvmKafkaCluster
-    from static_consumer_lab.sasl import SaslUsers
-    from static_consumer_lab.tls import SASL_MECHANISMS, SecureListeners
+    from static_consumer_lab.secure.certs import generate_pki
+    from static_consumer_lab.brokers.jvm import JvmKafkaCluster
+    from static_consumer_lab.secure.sasl import SaslUsers
+    from static_consumer_lab.secure.listeners import SASL_MECHANISMS, SecureListeners
 
     pki_dir = Path(tempfile.mkdtemp(prefix="static-consumer-pki-"))
     pki = generate_pki(pki_dir)

@@ -8,8 +8,8 @@ import time
 from collections.abc import Mapping
 from typing import Any
 
-from static_consumer_lab._classpath import HarnessError
-from static_consumer_lab.kafka_ops import QUIET_LOGGER
+from static_consumer_lab.brokers.classpath import HarnessError
+from static_consumer_lab.brokers.kafka_ops import QUIET_LOGGER
 
 
 class SteadyProducer:

@@ -1,4 +1,4 @@
-"""The consumer core, grouped by lifecycle. ``static_consumer.consumer.StaticConsumer`` is its face.
+"""The consumer core, grouped by lifecycle. ``static_consumer._core.consumer.StaticConsumer`` is its face.
 
 One :class:`~static_consumer._core.session.Session` (settings, seams, state, client, owned partitions)
 is handed to every phase; nothing here holds callbacks into the consumer. Everything that depends on the

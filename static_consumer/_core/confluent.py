@@ -3,7 +3,7 @@
 This is the only module of the consumer path that imports ``confluent_kafka``. Everything above it
 speaks the project's own types (:class:`Record`, :class:`RecordBatch`, :class:`TopicPartition`, and
 the seam's :class:`PollError` and :class:`ConsumerAdapter` in ``seam``), so the core runs on a fake
-adapter in unit tests. Error codes are classified through ``static_consumer._kafka.codes``; what stays
+adapter in unit tests. Error codes are classified through ``static_consumer._base.codes``; what stays
 here is how librdkafka reports them (the broker cause of a ``_FATAL`` is only in its text).
 
 Facts this module relies on (librdkafka 2.16 against Kafka 4.3, checked on a real broker):
@@ -42,8 +42,7 @@ from typing import Any, cast
 
 import confluent_kafka
 
-from static_consumer._core.seam import AdapterError, CommitResult, PollError, RebalanceCallback
-from static_consumer._kafka.codes import (
+from static_consumer._base.codes import (
     FATAL,
     FENCED_INSTANCE_ID,
     GROUP_AUTHORIZATION_FAILED,
@@ -51,9 +50,10 @@ from static_consumer._kafka.codes import (
     TOPIC_AUTHORIZATION_FAILED,
     UNRELEASED_INSTANCE_ID,
 )
-from static_consumer._records import wrap, wrap_one
+from static_consumer._base.records import Record, RecordBatch, RecordList, TopicPartition
+from static_consumer._base.records.impl import wrap, wrap_one
+from static_consumer._core.seam import AdapterError, CommitResult, PollError, RebalanceCallback
 from static_consumer.settings._config import ConfigValue
-from static_consumer.types import Record, RecordBatch, RecordList, TopicPartition
 
 # librdkafka's own log lines (SESSTMOUT, MAXPOLL, FATAL, ...) go to this logger instead of stderr.
 LIBRDKAFKA_LOGGER = logging.getLogger("static_consumer.librdkafka")
@@ -118,7 +118,7 @@ def _records(msgs: list[confluent_kafka.Message], topic: str | None) -> RecordLi
     and values are taken as the client gives them: a plain ``Consumer`` yields bytes or None). Records
     are not tracked by the garbage collector, so a batch allocates no more container objects than the
     client's messages: the collector's young generation stays below its threshold (700) and a consume
-    loop runs as few collections as a raw client loop (``tests/test_adapter_messages.py`` counts them).
+    loop runs as few collections as a raw client loop (``tests/unit/test_adapter_messages.py`` counts them).
     """
     highest = wrap(msgs, topic)
     if highest is None:  # an error event among them

@@ -11,14 +11,8 @@ import dataclasses
 import logging
 from collections.abc import Callable, Mapping
 
-from static_consumer._core.seam import PollError
-from static_consumer._core.session import Session, State
-from static_consumer._kafka.acls import authorization_error
-from static_consumer._kafka.codes import ErrorKind, name_of
-from static_consumer._security.oauth import token_lost_error
-from static_consumer._security.secrets import scrub_for
-from static_consumer.capabilities import session_out_of_bounds
-from static_consumer.errors import (
+from static_consumer._base.codes import ErrorKind, name_of
+from static_consumer._base.errors import (
     CommitFailedError,
     FatalConsumerError,
     FencedInstanceError,
@@ -27,9 +21,15 @@ from static_consumer.errors import (
     StaticConsumerError,
     UnreleasedInstanceIdError,
 )
-from static_consumer.events import FatalError, Fenced
+from static_consumer._base.records import TopicPartition
+from static_consumer._core.events import FatalError, Fenced
+from static_consumer._core.gate import session_out_of_bounds
+from static_consumer._core.seam import PollError
+from static_consumer._core.session import Session, State
+from static_consumer._kafka.acls import authorization_error
+from static_consumer._security.oauth import token_lost_error
+from static_consumer._security.secrets import scrub_for
 from static_consumer.settings import ConsumerSettings
-from static_consumer.types import TopicPartition
 
 log = logging.getLogger(__name__)
 

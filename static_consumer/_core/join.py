@@ -14,20 +14,21 @@ import logging
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
-from static_consumer._core.seam import AdapterError, ConsumerAdapter, PollError
-from static_consumer._kafka.codes import ErrorKind
-from static_consumer._security.oauth import first_token, token_error, token_source
-from static_consumer._security.secrets import scrub_for
-from static_consumer._security.tls import check_tls_files
-from static_consumer.capabilities import BrokerCapabilities, StaticDecision, decide
-from static_consumer.errors import (
+from static_consumer._base.codes import ErrorKind
+from static_consumer._base.errors import (
     AuthenticationError,
     ConfigurationError,
     FatalConsumerError,
     StaticConsumerError,
 )
-from static_consumer.events import HeldAssignment
-from static_consumer.identity import Identity, resolve_identity
+from static_consumer._core.events import HeldAssignment
+from static_consumer._core.gate import StaticDecision, decide
+from static_consumer._core.identity import Identity, resolve_identity
+from static_consumer._core.seam import AdapterError, ConsumerAdapter, PollError
+from static_consumer._kafka.capabilities import BrokerCapabilities
+from static_consumer._security.oauth import first_token, token_error, token_source
+from static_consumer._security.secrets import scrub_for
+from static_consumer._security.tls import check_tls_files
 from static_consumer.settings import ConsumerSettings
 from static_consumer.settings._config import ConfigValue, consumer_config
 

@@ -19,7 +19,11 @@ from collections.abc import Callable, Mapping
 from functools import partial
 from typing import ClassVar
 
+from static_consumer._base.codes import ErrorKind
+from static_consumer._base.errors import StaticConsumerError
+from static_consumer._base.records import Record, TopicPartition
 from static_consumer._core import ownership
+from static_consumer._core.events import Joining
 from static_consumer._core.failures import commit_error, protocol_mismatch_error
 from static_consumer._core.join import Connect, JoinPlan, Prober, held_lookup, plan_membership
 from static_consumer._core.seam import AdapterError, ConsumerAdapter, PollError, close_bounded
@@ -27,11 +31,7 @@ from static_consumer._core.session import Session, State
 from static_consumer._core.stall import UNKNOWN_SESSION_MS, threshold_s
 from static_consumer._core.standby import TRY_S, standing_by
 from static_consumer._core.topics import TopicWatch
-from static_consumer._kafka.codes import ErrorKind
-from static_consumer.errors import StaticConsumerError
-from static_consumer.events import Joining
 from static_consumer.settings import ConsumerSettings
-from static_consumer.types import Record, TopicPartition
 
 log = logging.getLogger(__name__)
 

@@ -10,9 +10,9 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
+from static_consumer._base.errors import StaticConsumerError
+from static_consumer._base.records import Record, TopicPartition, records_highest_offsets
 from static_consumer._core.seam import PollError
-from static_consumer.errors import StaticConsumerError
-from static_consumer.types import Record, TopicPartition, records_highest_offsets
 
 
 class OffsetTracker:

@@ -28,21 +28,26 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import TypeVar
 
 from assignors import ordinal_plan
+from static_consumer._base.codes import BY_NAME, ErrorKind
+from static_consumer._base.errors import (
+    ConfigurationError,
+    FatalConsumerError,
+    RetriableError,
+    StaticConsumerError,
+)
+from static_consumer._base.records import TopicPartition
+from static_consumer._base.retry import RetryPolicy
 from static_consumer._core import ownership
 from static_consumer._core.failures import commit_error, fatal_error, is_transient
+from static_consumer._core.gate import StaticDecision
+from static_consumer._core.identity import Identity, ordinal_of
 from static_consumer._core.join import Connect, JoinPlan, Prober, prepare
 from static_consumer._core.seam import AdapterError, ConsumerAdapter, PollError, close_bounded
 from static_consumer._core.session import Session, State
 from static_consumer._core.topics import TopicWatch
 from static_consumer._kafka.acls import authorization_error
-from static_consumer._kafka.codes import BY_NAME, ErrorKind
-from static_consumer.capabilities import StaticDecision
-from static_consumer.errors import ConfigurationError, FatalConsumerError, RetriableError, StaticConsumerError
-from static_consumer.identity import Identity, ordinal_of
-from static_consumer.retry import RetryPolicy
 from static_consumer.settings import ConsumerSettings
 from static_consumer.settings._config import consumer_config
-from static_consumer.types import TopicPartition
 
 log = logging.getLogger(__name__)
 

@@ -37,13 +37,13 @@ import logging
 from collections.abc import Callable, Mapping, Sequence
 from typing import NoReturn
 
+from static_consumer._base.codes import name_of
+from static_consumer._base.errors import CommitFailedError, StaticConsumerError
+from static_consumer._base.records import Record, RecordBatch, RecordList, TopicPartition
+from static_consumer._core.events import Assigned, CommitRefused, Lost, Revoked
 from static_consumer._core.failures import ends_session, recover_or_die, scrubbed
 from static_consumer._core.seam import AdapterError, ConsumerAdapter, PollError
 from static_consumer._core.session import Session, State
-from static_consumer._kafka.codes import name_of
-from static_consumer.errors import CommitFailedError, StaticConsumerError
-from static_consumer.events import Assigned, CommitRefused, Lost, Revoked
-from static_consumer.types import Record, RecordBatch, RecordList, TopicPartition
 
 log = logging.getLogger(__name__)
 

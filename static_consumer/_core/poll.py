@@ -12,12 +12,12 @@ from __future__ import annotations
 import logging
 import math
 
+from static_consumer._base.codes import ErrorKind
+from static_consumer._base.records import Record, RecordBatch
 from static_consumer._core.failures import check_token, ends_session, recover_or_die, scrubbed
 from static_consumer._core.ownership import pump, settle
 from static_consumer._core.seam import ConsumerAdapter, PollError
 from static_consumer._core.session import Session
-from static_consumer._kafka.codes import ErrorKind
-from static_consumer.types import Record, RecordBatch
 
 log = logging.getLogger(__name__)
 

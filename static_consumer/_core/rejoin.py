@@ -44,20 +44,20 @@ import logging
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 
-from static_consumer._core.failures import scrubbed, unreleased_error
-from static_consumer._core.seam import ConsumerAdapter, GroupWatch, PollError
-from static_consumer._core.session import Session, State
-from static_consumer._core.standby import TRY_S, join_attempt, stand_by
-from static_consumer._kafka.groups import GroupMember
-from static_consumer.capabilities import BrokerCapabilities
-from static_consumer.errors import (
+from static_consumer._base.errors import (
     FencedInstanceError,
     StaticConsumerError,
     UnreleasedInstanceIdError,
 )
-from static_consumer.events import Fenced
+from static_consumer._base.records import TopicPartition
+from static_consumer._core.events import Fenced
+from static_consumer._core.failures import scrubbed, unreleased_error
+from static_consumer._core.seam import ConsumerAdapter, GroupWatch, PollError
+from static_consumer._core.session import Session, State
+from static_consumer._core.standby import TRY_S, join_attempt, stand_by
+from static_consumer._kafka.capabilities import BrokerCapabilities
+from static_consumer._kafka.groups import GroupMember
 from static_consumer.settings import ConsumerSettings
-from static_consumer.types import TopicPartition
 
 log = logging.getLogger(__name__)
 

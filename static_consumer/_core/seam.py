@@ -16,9 +16,9 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Protocol
 
-from static_consumer._kafka.codes import ErrorKind, classify
+from static_consumer._base.codes import ErrorKind, classify
+from static_consumer._base.records import Record, RecordBatch, TopicPartition
 from static_consumer.settings import ConsumerSettings
-from static_consumer.types import Record, RecordBatch, TopicPartition
 
 if TYPE_CHECKING:
     from static_consumer._kafka.groups import GroupDescription

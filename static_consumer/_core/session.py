@@ -18,14 +18,14 @@ from dataclasses import dataclass, field
 from enum import Enum
 from typing import TYPE_CHECKING, Any, Protocol
 
+from static_consumer._base.errors import StaticConsumerError
+from static_consumer._base.records import Record, TopicPartition
+from static_consumer._core.events import Dispatcher
 from static_consumer._core.join import Connect, JoinPlan, Prober, build_client
 from static_consumer._core.offsets import CommitFlight, OffsetTracker
 from static_consumer._core.seam import ConsumerAdapter, GroupWatchFactory, PollError, close_bounded
 from static_consumer._security.oauth import TokenSource, token_source
-from static_consumer.errors import StaticConsumerError
-from static_consumer.events import Dispatcher
 from static_consumer.settings import ConsumerSettings
-from static_consumer.types import Record, TopicPartition
 
 if TYPE_CHECKING:
     from static_consumer.settings._config import ConfigValue

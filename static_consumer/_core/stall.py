@@ -32,14 +32,14 @@ import logging
 import math
 from collections.abc import Callable, Mapping
 
+from static_consumer._base.codes import ErrorKind
+from static_consumer._base.records import Record, TopicPartition
+from static_consumer._core.events import Stalled, StallVerdict
 from static_consumer._core.failures import recover_or_die
 from static_consumer._core.ownership import supersede
 from static_consumer._core.poll import IN_FLIGHT_WAIT_S, accept, after_client_call, end_in_flight
 from static_consumer._core.seam import AdapterError, ConsumerAdapter
 from static_consumer._core.session import Session
-from static_consumer._kafka.codes import ErrorKind
-from static_consumer.events import Stalled, StallVerdict
-from static_consumer.types import Record, TopicPartition
 
 log = logging.getLogger(__name__)
 

@@ -16,7 +16,7 @@ StatefulSet (``restartPolicy: Always``) that exit is restarted after the kubelet
 restart fences the other holder in turn: the partitions change hands at every restart, and records
 processed but not yet committed are processed again (bench/bench_duplicate_restarts.py). With ``'wait'``
 the process that lost stays up instead: it closes its client, reports its partitions lost, emits
-:class:`~static_consumer.events.StandingBy` (a readiness probe turns the pod unready) and looks at the
+:class:`~static_consumer._core.events.StandingBy` (a readiness probe turns the pod unready) and looks at the
 group every :data:`LOOK_S` until nobody holds the id (the other process stopped, or its session expired),
 then joins with a new client. The loop ends: one process owns the partitions, the other waits, unready.
 ``duplicate_max_wait_s`` bounds the wait; then FencedInstanceError (82) as under ``'exit'``.
@@ -27,13 +27,13 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 
+from static_consumer._base.codes import ErrorKind, name_of
+from static_consumer._base.errors import FencedInstanceError
+from static_consumer._base.records import Record
 from static_consumer._core import ownership
+from static_consumer._core.events import Fenced, StandingBy
 from static_consumer._core.seam import ConsumerAdapter, PollError, close_bounded
 from static_consumer._core.session import Session, State
-from static_consumer._kafka.codes import ErrorKind, name_of
-from static_consumer.errors import FencedInstanceError
-from static_consumer.events import Fenced, StandingBy
-from static_consumer.types import Record
 
 log = logging.getLogger(__name__)
 

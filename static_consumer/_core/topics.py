@@ -10,7 +10,7 @@ and its pod would look healthy.
 topic: when the consumer joins (before any Fetch is in flight: a metadata request sent behind a long-poll
 Fetch waits for it), then every ``CHECK_INTERVAL_S`` while something is missing, and never again once
 everything exists (so a running consumer pays one metadata request). A topic still missing at the
-deadline ends the session with :class:`~static_consumer.errors.MissingTopicError` (a configuration
+deadline ends the session with :class:`~static_consumer._base.errors.MissingTopicError` (a configuration
 error, exit 78). A metadata read that fails (brokers restarting) proves nothing: it is tried again and
 never ends the session by itself. Patterns are matched with Python's ``re``; for the patterns topic names
 need it agrees with librdkafka's regex dialect and the broker's RE2/J (KIP-848).
@@ -21,11 +21,11 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Sequence
 
+from static_consumer._base.errors import MissingTopicError
+from static_consumer._core.events import FatalError
 from static_consumer._core.seam import AdapterError, ConsumerAdapter
 from static_consumer._core.session import Session, State
 from static_consumer._security.secrets import scrub_for
-from static_consumer.errors import MissingTopicError
-from static_consumer.events import FatalError
 
 log = logging.getLogger(__name__)
 

@@ -2,7 +2,7 @@
 
 Measured against Apache Kafka 4.3.1 with KRaft's ``StandardAuthorizer`` (``integration/test_acls.py``
 grants exactly :data:`NEEDS` and takes each entry away in turn); docs/security.md renders the same
-table (``tests/test_acl_table.py`` checks it). READ on a group or topic implies DESCRIBE on it, as in
+table (``tests/docs/test_acl_table.py`` checks it). READ on a group or topic implies DESCRIBE on it, as in
 every Kafka authorizer, so the consumer's two ACLs also cover ``describe``, ``remove-members`` and
 ``scale-down`` when those run as the consumer's principal.
 
@@ -22,14 +22,14 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from types import MappingProxyType
 
-from static_consumer._kafka.codes import (
+from static_consumer._base.codes import (
     CLUSTER_AUTHORIZATION_FAILED,
     GROUP_AUTHORIZATION_FAILED,
     TOPIC_AUTHORIZATION_FAILED,
     name_of,
 )
+from static_consumer._base.errors import AuthorizationError
 from static_consumer._security.secrets import scrub_for
-from static_consumer.errors import AuthorizationError
 from static_consumer.settings import ConsumerSettings
 
 CLUSTER_NAME = "kafka-cluster"  # the one name a CLUSTER resource has

@@ -1,6 +1,6 @@
 """Admin clients and the words for their errors: every confluent-kafka AdminClient the library builds
 comes from :func:`librdkafka_admin`, after the local checks, and every broker error met outside the
-consume loop leaves ``_kafka`` as a :mod:`static_consumer.errors` class through :func:`error_for`,
+consume loop leaves ``_kafka`` as a :mod:`static_consumer._base.errors` class through :func:`error_for`,
 classified by the error table, its message free of configured secrets.
 """
 
@@ -10,12 +10,8 @@ import logging
 from collections.abc import Mapping
 from typing import Any
 
-from static_consumer._kafka.acls import authorization_error, code_in
-from static_consumer._kafka.codes import ErrorKind, classify
-from static_consumer._security.oauth import first_token, token_error, token_source
-from static_consumer._security.secrets import scrub_for
-from static_consumer._security.tls import check_tls_files
-from static_consumer.errors import (
+from static_consumer._base.codes import ErrorKind, classify
+from static_consumer._base.errors import (
     AuthenticationError,
     BrokerUnavailableError,
     CapabilityError,
@@ -23,6 +19,10 @@ from static_consumer.errors import (
     RetriableError,
     StaticConsumerError,
 )
+from static_consumer._kafka.acls import authorization_error, code_in
+from static_consumer._security.oauth import first_token, token_error, token_source
+from static_consumer._security.secrets import scrub_for
+from static_consumer._security.tls import check_tls_files
 from static_consumer.settings import ConsumerSettings
 from static_consumer.settings._config import admin_config
 

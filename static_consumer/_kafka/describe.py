@@ -5,7 +5,7 @@ kafka-python's DescribeGroups goes first because librdkafka's group description 
 member's subscription, which the audit needs. The classic DescribeGroups API refuses KIP-848 groups, so
 those are described through confluent-kafka's ``describe_consumer_groups`` (ConsumerGroupDescribe),
 which the wait for a held instance id (``watch``) asks too (:func:`ask_consumer_group`). Every client is
-closed before returning, and every broker error leaves as a :mod:`static_consumer.errors` class.
+closed before returning, and every broker error leaves as a :mod:`static_consumer._base.errors` class.
 """
 
 from __future__ import annotations
@@ -14,12 +14,12 @@ import concurrent.futures
 from collections.abc import Mapping
 from typing import Any
 
+from static_consumer._base.errors import BrokerUnavailableError
+from static_consumer._base.records import TopicPartition
 from static_consumer._kafka import kafka_python
 from static_consumer._kafka.admin_client import error_for, kafka_exception, librdkafka_admin
 from static_consumer._kafka.groups import GroupDescription, GroupMember
-from static_consumer.errors import BrokerUnavailableError
 from static_consumer.settings import ConsumerSettings
-from static_consumer.types import TopicPartition
 
 
 def describe_group(settings: ConsumerSettings, group_id: str | None = None) -> GroupDescription:

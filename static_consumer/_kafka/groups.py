@@ -10,7 +10,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from static_consumer.types import TopicPartition
+from static_consumer._base.records import TopicPartition
 
 
 def partitions_to_json(partitions: Iterable[TopicPartition]) -> dict[str, list[int]]:

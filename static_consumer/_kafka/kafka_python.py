@@ -22,13 +22,13 @@ from typing import Any
 import kafka.errors as kafka_errors
 from kafka.admin import KafkaAdminClient
 
+from static_consumer._base.codes import CODES, ErrorKind, classify
+from static_consumer._base.errors import StaticConsumerError
 from static_consumer._kafka.admin_client import error_for
-from static_consumer._kafka.codes import CODES, ErrorKind, classify
 from static_consumer._kafka.login import failed_login, login_refusal
 from static_consumer._security.oauth import first_token, token_error, token_source
 from static_consumer._security.secrets import scrubbed_logs, secrets_of
 from static_consumer._security.tls import check_tls_files
-from static_consumer.errors import StaticConsumerError
 from static_consumer.settings import ConsumerSettings
 from static_consumer.settings._config import kafka_python_config
 

@@ -14,8 +14,8 @@ from collections.abc import Callable
 from enum import Enum
 from typing import Any
 
+from static_consumer._base.codes import TRANSPORT, ErrorKind, classify
 from static_consumer._kafka.admin_client import LIBRDKAFKA_LOG, librdkafka_admin
-from static_consumer._kafka.codes import TRANSPORT, ErrorKind, classify
 from static_consumer._security.secrets import scrub_for
 from static_consumer._security.tls import speaks_tls
 from static_consumer.settings import ConsumerSettings

@@ -14,9 +14,9 @@ from typing import Any
 import kafka.errors as kafka_errors
 from kafka.admin import MemberToRemove
 
+from static_consumer._base.errors import CapabilityError, RetriableError
 from static_consumer._kafka import kafka_python
 from static_consumer._kafka.groups import RemovalFailure
-from static_consumer.errors import CapabilityError, RetriableError
 from static_consumer.settings import ConsumerSettings
 
 

@@ -17,18 +17,18 @@ import logging
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
-from static_consumer._kafka.acls import authorization_error, code_in
-from static_consumer._kafka.admin_client import credentials, tls_hint
-from static_consumer._kafka.codes import ErrorKind
-from static_consumer._kafka.login import failed_login
-from static_consumer._security.secrets import scrub_for
-from static_consumer.capabilities import GROUP_CONFIGS, BrokerCapabilities
-from static_consumer.errors import (
+from static_consumer._base.codes import ErrorKind
+from static_consumer._base.errors import (
     AuthenticationError,
     BrokerUnavailableError,
     ConfigurationError,
     StaticConsumerError,
 )
+from static_consumer._kafka.acls import authorization_error, code_in
+from static_consumer._kafka.admin_client import credentials, tls_hint
+from static_consumer._kafka.capabilities import GROUP_CONFIGS, BrokerCapabilities
+from static_consumer._kafka.login import failed_login
+from static_consumer._security.secrets import scrub_for
 from static_consumer.settings import ConsumerSettings
 
 if TYPE_CHECKING:
@@ -180,7 +180,7 @@ def _code(exc: BaseException) -> str:
 
 
 def _kind(exc: BaseException) -> ErrorKind:
-    from static_consumer._kafka.codes import classify
+    from static_consumer._base.codes import classify
 
     error: Any = exc.args[0] if exc.args else None
     return classify(error.code()) if hasattr(error, "code") else ErrorKind.OTHER

@@ -26,11 +26,11 @@ import logging
 from collections.abc import Sequence
 from typing import Any
 
+from static_consumer._base.records import TopicPartition
 from static_consumer._kafka.admin_client import librdkafka_admin
 from static_consumer._kafka.describe import ask_consumer_group
 from static_consumer._kafka.groups import GroupDescription
 from static_consumer.settings import ConsumerSettings
-from static_consumer.types import TopicPartition
 
 log = logging.getLogger(__name__)
 NO_OFFSET = -1  # no committed offset (librdkafka reports OFFSET_INVALID, -1001)

@@ -22,7 +22,7 @@ exception out of ``oauth_cb`` and then waits a fixed 10 s in every client constr
 never comes ("OAuth token not set within 10 seconds timeout", measured by
 ``bench/measure_tls_failures.py``), so each client's first token is fetched before the client is built
 (:func:`first_token`, bounded by ``connect_timeout_s``) and handed to its first callback: a failing
-provider ends the call at once with :class:`~static_consumer.errors.AuthenticationError` (exit 78).
+provider ends the call at once with :class:`~static_consumer._base.errors.AuthenticationError` (exit 78).
 
 Later, librdkafka asks again at 80% of the token's lifetime and, after a failure, every 10 s while the
 current token still works. :meth:`TokenSource.lost` says when that is over: the provider has failed
@@ -40,8 +40,8 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any, Protocol
 
+from static_consumer._base.errors import AuthenticationError
 from static_consumer._security.secrets import ISSUED_TOKENS, SecretFields, install_filter, scrub_for
-from static_consumer.errors import AuthenticationError
 
 log = logging.getLogger(__name__)
 

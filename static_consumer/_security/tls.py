@@ -27,8 +27,8 @@ import socket
 import ssl
 from typing import Protocol
 
+from static_consumer._base.errors import ConfigurationError
 from static_consumer._security.secrets import Secret
-from static_consumer.errors import ConfigurationError
 
 TLS_PROTOCOLS = frozenset({"SSL", "SASL_SSL"})
 

@@ -16,8 +16,8 @@ from __future__ import annotations
 import re
 import string
 
-from static_consumer.errors import ConfigurationError
-from static_consumer.identity import check_template, validate_instance_id
+from static_consumer._base.errors import ConfigurationError
+from static_consumer._core.identity import check_template, validate_instance_id
 
 _ORDINAL = r"(?P<ordinal>0|[1-9][0-9]*)"  # Kubernetes writes ordinals without leading zeros
 _WORKER = r"(?:-(?P<worker>0|[1-9][0-9]*))?"  # a pool worker's suffix, as static_consumer.pool appends it

@@ -5,12 +5,13 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from static_consumer._base.errors import StaticConsumerError
+from static_consumer._base.records import TopicPartition
+from static_consumer._core.gate import decide
+from static_consumer._kafka.capabilities import BrokerCapabilities
 from static_consumer._kafka.groups import GroupMember, RemovalResult
 from static_consumer.admin.audit import GroupAudit
-from static_consumer.capabilities import BrokerCapabilities, decide
-from static_consumer.errors import StaticConsumerError
 from static_consumer.settings import ConsumerSettings
-from static_consumer.types import TopicPartition
 
 # api key -> (name, the version that matters here, why it matters)
 RELEVANT_APIS: Mapping[int, tuple[str, int, str]] = {

@@ -23,11 +23,11 @@ from typing import Any
 import kafka.errors as kafka_errors
 
 from assignors import AuditReport, Member, Partition, Plan, compare, range_plan, roundrobin_plan
+from static_consumer._base.records import TopicPartition
 from static_consumer._kafka import kafka_python
 from static_consumer._kafka.describe import describe_with
 from static_consumer._kafka.groups import GroupDescription, GroupMember, partitions_to_json
 from static_consumer.settings import ConsumerSettings
-from static_consumer.types import TopicPartition
 
 MODELS = {"range": range_plan, "roundrobin": roundrobin_plan}
 SETTLED_STATES = frozenset({"Stable", "Empty", "Dead"})

@@ -23,14 +23,7 @@ from dataclasses import dataclass
 from functools import partial
 from typing import Any, TextIO
 
-from static_consumer._kafka import probe as _probe
-from static_consumer._kafka.groups import RemovalResult
-from static_consumer._security.secrets import ISSUED_TOKENS, env_secrets, scrub
-from static_consumer.admin import _render as render
-from static_consumer.admin import audit
-from static_consumer.admin import members as admin
-from static_consumer.capabilities import BrokerCapabilities
-from static_consumer.errors import (
+from static_consumer._base.errors import (
     EXIT_CONFIG,
     EXIT_FATAL,
     EXIT_OK,
@@ -38,6 +31,13 @@ from static_consumer.errors import (
     ConfigurationError,
     StaticConsumerError,
 )
+from static_consumer._kafka import probe as _probe
+from static_consumer._kafka.capabilities import BrokerCapabilities
+from static_consumer._kafka.groups import RemovalResult
+from static_consumer._security.secrets import ISSUED_TOKENS, env_secrets, scrub
+from static_consumer.admin import _render as render
+from static_consumer.admin import audit
+from static_consumer.admin import members as admin
 from static_consumer.settings import ConsumerSettings
 
 EXIT_AUDIT = 1  # describe --check: the audit found problems, or the group is rebalancing

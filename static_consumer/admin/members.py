@@ -18,13 +18,13 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
+from static_consumer._base.errors import ConfigurationError, UnknownInstanceIdError
+from static_consumer._core.identity import validate_instance_id
 from static_consumer._kafka import kafka_python
 from static_consumer._kafka.describe import describe_group, describe_with
 from static_consumer._kafka.groups import GroupDescription, RemovalResult
 from static_consumer._kafka.members import leave
 from static_consumer.admin._ordinals import instance_id_for, ordinal_of, ordinal_pattern, worker_of
-from static_consumer.errors import ConfigurationError, UnknownInstanceIdError
-from static_consumer.identity import validate_instance_id
 from static_consumer.settings import ConsumerSettings
 
 DEFAULT_REASON = "removed by static-consumer (the member's process is gone)"

@@ -12,7 +12,7 @@ import asyncio
 import logging
 from collections.abc import AsyncIterator
 
-from static_consumer.events import (
+from static_consumer._core.events import (
     Assigned,
     Closed,
     CommitRefused,

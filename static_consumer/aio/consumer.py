@@ -25,14 +25,14 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from types import TracebackType
 from typing import Any, TypeVar
 
+from static_consumer._base.records import Record, RecordBatch, TopicPartition
+from static_consumer._core.consumer import AdapterFactory, Commitable, MemberRemover, State, StaticConsumer
+from static_consumer._core.events import MembershipListener
 from static_consumer._core.join import JoinPlan, Prober
 from static_consumer._core.session import Status
+from static_consumer._core.shutdown import BatchCommitter
 from static_consumer.aio._events import EventStream, LoopForwarder
-from static_consumer.consumer import AdapterFactory, Commitable, MemberRemover, State, StaticConsumer
-from static_consumer.events import MembershipListener
 from static_consumer.settings import ConsumerSettings
-from static_consumer.shutdown import BatchCommitter
-from static_consumer.types import Record, RecordBatch, TopicPartition
 
 T = TypeVar("T")
 

@@ -18,9 +18,9 @@ import inspect
 import signal
 from collections.abc import Awaitable, Callable, Iterable
 
+from static_consumer._base.records import RecordBatch
+from static_consumer._core.shutdown import StopRequest
 from static_consumer.aio.consumer import AsyncStaticConsumer
-from static_consumer.shutdown import StopRequest
-from static_consumer.types import RecordBatch
 
 
 async def run_until_sigterm(

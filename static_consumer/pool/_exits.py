@@ -21,7 +21,7 @@ import signal
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from static_consumer.errors import (
+from static_consumer._base.errors import (
     EXIT_CONFIG,
     EXIT_FATAL,
     EXIT_FENCED,
@@ -30,7 +30,7 @@ from static_consumer.errors import (
     EXIT_UNAVAILABLE,
     ConfigurationError,
 )
-from static_consumer.shutdown import EXIT_INTERRUPTED
+from static_consumer._core.shutdown import EXIT_INTERRUPTED
 
 # Exits that stop the pool instead of a restart, and why.
 NOT_RESTARTED = {

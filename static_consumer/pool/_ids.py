@@ -17,9 +17,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from static_consumer._base.errors import ConfigurationError
+from static_consumer._core.identity import validate_instance_id
 from static_consumer._core.join import check_locally
-from static_consumer.errors import ConfigurationError
-from static_consumer.identity import validate_instance_id
 from static_consumer.settings import ConsumerSettings
 
 MAX_PROCESSES = 1024  # far beyond any pod's cores: a bigger number is a typo

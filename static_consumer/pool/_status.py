@@ -16,8 +16,8 @@ from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from static_consumer.consumer import State
-from static_consumer.types import TopicPartition
+from static_consumer._base.records import TopicPartition
+from static_consumer._core.consumer import State
 
 
 @dataclass(frozen=True)

@@ -23,7 +23,7 @@ from multiprocessing.connection import Connection, wait
 from multiprocessing.process import BaseProcess
 from types import FrameType
 
-from static_consumer.events import MembershipListener
+from static_consumer._core.events import MembershipListener
 from static_consumer.pool._exits import (
     Ended,
     Restart,

@@ -22,10 +22,10 @@ from traceback import format_exception
 from types import FrameType
 from typing import Any
 
-from static_consumer._security.secrets import ISSUED_TOKENS, env_secrets, scrub
-from static_consumer.consumer import StaticConsumer
-from static_consumer.errors import EXIT_OK, StaticConsumerError
-from static_consumer.events import (
+from static_consumer._base.errors import EXIT_OK, StaticConsumerError
+from static_consumer._base.records import Record
+from static_consumer._core.consumer import StaticConsumer
+from static_consumer._core.events import (
     Assigned,
     Closed,
     FatalError,
@@ -35,10 +35,10 @@ from static_consumer.events import (
     MembershipListener,
     Revoked,
 )
+from static_consumer._core.shutdown import exit_code_for, run_until_sigterm
+from static_consumer._security.secrets import ISSUED_TOKENS, env_secrets, scrub
 from static_consumer.pool._ids import WorkerInfo
 from static_consumer.settings import ConsumerSettings
-from static_consumer.shutdown import exit_code_for, run_until_sigterm
-from static_consumer.types import Record
 
 log = logging.getLogger(__name__)
 

@@ -26,7 +26,7 @@ _INTRO = """\
 can be passed as a keyword argument or set through its environment variable (keyword arguments win).
 Lists are comma-separated in the environment (`a,b`), `librdkafka` is a JSON object, booleans are
 `true`/`false`, and empty variables count as unset. Any invalid value or combination raises
-`static_consumer.errors.ConfigurationError` naming the field, its variable and what to change. Numbers must
+`static_consumer.ConfigurationError` naming the field, its variable and what to change. Numbers must
 be finite and within the range shown. A `STATIC_CONSUMER_*` variable that is no setting (a misspelling)
 is ignored with a warning naming the closest setting.
 """

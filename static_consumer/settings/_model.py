@@ -2,7 +2,7 @@
 
 Every field can come from the environment as ``STATIC_CONSUMER_<FIELD>`` (``topics`` as ``a,b``,
 ``librdkafka`` as a JSON object). Validation happens once, in the constructor, and every failure is a
-:class:`~static_consumer.errors.ConfigurationError` whose message names the field, its environment
+:class:`~static_consumer._base.errors.ConfigurationError` whose message names the field, its environment
 variable and what to change. The constructor itself wraps pydantic's ``ValidationError`` (so no code
 path can get a raw pydantic error); ``ConsumerSettings.load(**overrides)`` is the same call, typed for
 the case where required fields come from the environment.
@@ -32,9 +32,9 @@ from pydantic import (
 )
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict, SettingsError
 
+from static_consumer._base.errors import ConfigurationError
 from static_consumer._security.oauth import OAuthBearerToken
 from static_consumer._security.secrets import redact_items
-from static_consumer.errors import ConfigurationError
 from static_consumer.settings._passthrough import librdkafka_problems
 from static_consumer.settings._rules import (
     ENV_PREFIX,

@@ -10,7 +10,7 @@ batch also has a key that survives a restart of its pod (``info.key``, for sinks
 See docs/spark.md for when to use this bridge and when Spark's native Kafka source.
 """
 
-from static_consumer.events import BatchProgress
+from static_consumer._core.events import BatchProgress
 from static_consumer.spark._batch import BatchLimits, OffsetRange
 from static_consumer.spark._errors import CheckpointError, SinkConflictError, SparkSessionStoppedError
 from static_consumer.spark._handoff import Handoff

@@ -7,7 +7,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
-from static_consumer.types import Record, RecordBatch, TopicPartition
+from static_consumer._base.records import Record, RecordBatch, TopicPartition
 
 
 @dataclass(frozen=True)

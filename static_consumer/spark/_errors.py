@@ -1,4 +1,4 @@
-"""Errors of the Spark bridge, in the tree of :mod:`static_consumer.errors`.
+"""Errors of the Spark bridge, in the tree of :mod:`static_consumer._base.errors`.
 
 ::
 
@@ -15,7 +15,12 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from static_consumer.errors import EXIT_TEMPFAIL, ConfigurationError, RetriableError, StaticConsumerError
+from static_consumer._base.errors import (
+    EXIT_TEMPFAIL,
+    ConfigurationError,
+    RetriableError,
+    StaticConsumerError,
+)
 
 log = logging.getLogger(__name__)
 

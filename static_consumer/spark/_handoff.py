@@ -38,7 +38,7 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from static_consumer.errors import ConfigurationError
+from static_consumer._base.errors import ConfigurationError
 from static_consumer.spark._schema import KAFKA_SCHEMA
 from static_consumer.spark.session import is_local_master
 

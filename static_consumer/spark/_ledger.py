@@ -35,9 +35,9 @@ from itertools import compress
 from pathlib import Path
 from typing import Any, TextIO
 
+from static_consumer._base.records import RecordBatch, TopicPartition
 from static_consumer.spark._batch import OffsetRange, PendingBatch
 from static_consumer.spark._errors import CheckpointError
-from static_consumer.types import RecordBatch, TopicPartition
 
 log = logging.getLogger(__name__)
 

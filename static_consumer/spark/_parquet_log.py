@@ -37,8 +37,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from static_consumer._base.records import TopicPartition
 from static_consumer.spark._errors import SinkConflictError
-from static_consumer.types import TopicPartition
 
 log = logging.getLogger(__name__)
 

@@ -1,4 +1,4 @@
-"""Per-batch progress of the runner: the :class:`~static_consumer.events.BatchProgress` event and the lag.
+"""Per-batch progress of the runner: the :class:`~static_consumer._core.events.BatchProgress` event and the lag.
 
 Lag needs the partitions' end offsets, which the consumer's public API does not give; they are looked
 up with a ListOffsets request (kafka-python's admin client, with the consumer's connection and security
@@ -14,9 +14,9 @@ import time
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from static_consumer.events import BatchProgress
+from static_consumer._base.records import TopicPartition
+from static_consumer._core.events import BatchProgress
 from static_consumer.settings import ConsumerSettings
-from static_consumer.types import TopicPartition
 
 log = logging.getLogger(__name__)
 

@@ -17,7 +17,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from static_consumer.types import Record, RecordBatch
+from static_consumer._base.records import Record, RecordBatch
 
 HEADER_TYPE = pa.struct([("key", pa.string()), ("value", pa.binary())])
 

@@ -14,10 +14,10 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
+from static_consumer._base.records import TopicPartition
 from static_consumer.spark._batch import OffsetRange
 from static_consumer.spark._errors import SparkSessionStoppedError, session_stopped
 from static_consumer.spark._ledger import BatchKey, Plan
-from static_consumer.types import TopicPartition
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame

@@ -26,10 +26,11 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from static_consumer.consumer import StaticConsumer
-from static_consumer.errors import CommitFailedError, RetriableError
-from static_consumer.events import Dispatcher, Fenced, Lost, MembershipListener, Revoked
-from static_consumer.retry import RetryPolicy
+from static_consumer._base.errors import CommitFailedError, RetriableError
+from static_consumer._base.records import TopicPartition
+from static_consumer._base.retry import RetryPolicy
+from static_consumer._core.consumer import StaticConsumer
+from static_consumer._core.events import Dispatcher, Fenced, Lost, MembershipListener, Revoked
 from static_consumer.settings import ConsumerSettings
 from static_consumer.spark._batch import BatchLimits, BatchSizer, PendingBatch, commit_offsets
 from static_consumer.spark._handoff import FrameMaker, Handoff, SessionLike
@@ -37,7 +38,6 @@ from static_consumer.spark._ledger import BatchKey, Ledger, Plan
 from static_consumer.spark._progress import LagProbe, progress
 from static_consumer.spark._schema import batches_to_table
 from static_consumer.spark._work import Attempts, BatchInfo, FailurePolicy, InFlight
-from static_consumer.types import TopicPartition
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
@@ -87,7 +87,7 @@ class MicroBatchRunner:
     executor reads, needed for Parquet files with a cluster or Spark Connect). ``checkpoint`` is a
     directory on durable storage (one per group and instance id below it) that makes ``info.key``
     restart-stable and replays an unfinished batch after a crash; ``listeners`` go to the consumer
-    and also get a :class:`~static_consumer.events.BatchProgress` per batch, with the lag looked up at
+    and also get a :class:`~static_consumer._core.events.BatchProgress` per batch, with the lag looked up at
     most every ``lag_interval_s`` (None: never). ``consumer_factory``, ``sleep`` and ``clock`` are seams
     for tests. Up to two batches are in memory at once: one being processed and one being collected.
     """

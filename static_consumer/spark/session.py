@@ -17,8 +17,8 @@ from importlib import resources
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from static_consumer._base.errors import ConfigurationError
 from static_consumer._security.secrets import redact_url_params
-from static_consumer.errors import ConfigurationError
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -134,7 +134,7 @@ def spark_session(
     Without ``remote`` and ``master``, ``SPARK_REMOTE`` in the environment (``env``, default
     ``os.environ``) names the Connect server, as it does for PySpark's own builder: a pod spec that sets
     it gets a Connect session. ``SPARK_REMOTE`` next to an explicit ``master`` is a
-    :class:`~static_consumer.errors.ConfigurationError` (PySpark would refuse the pair too).
+    :class:`~static_consumer._base.errors.ConfigurationError` (PySpark would refuse the pair too).
 
     ``driver_host``/``bind_address``: see :func:`local_conf`. ``delta=True`` adds Delta Lake's jars
     (resolved from Maven Central, see :func:`~static_consumer.spark.resolve_delta`) and its SQL

@@ -30,11 +30,11 @@ from typing import TYPE_CHECKING
 
 import pyarrow.parquet as pq
 
-from static_consumer.errors import ConfigurationError
+from static_consumer._base.errors import ConfigurationError
+from static_consumer._base.records import TopicPartition
 from static_consumer.spark._errors import SinkConflictError
 from static_consumer.spark._parquet_log import META, ParquetLog, Positions, overtaken
 from static_consumer.spark._work import BatchInfo
-from static_consumer.types import TopicPartition
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame

@@ -1,6 +1,6 @@
 """Observability for static membership: an OpenTelemetry listener and a JSONL membership event log.
 
-Both are :class:`~static_consumer.events.MembershipListener` objects; pass them to ``StaticConsumer``::
+Both are :class:`~static_consumer._core.events.MembershipListener` objects; pass them to ``StaticConsumer``::
 
     consumer = StaticConsumer(settings, listeners=[OtelListener(), EventLog("/var/log/app/members.jsonl")])
 

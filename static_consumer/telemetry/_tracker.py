@@ -22,7 +22,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-from static_consumer.events import (
+from static_consumer._base.records import TopicPartition
+from static_consumer._core.events import (
     Assigned,
     Closed,
     FatalError,
@@ -33,7 +34,6 @@ from static_consumer.events import (
     MembershipEvent,
     Revoked,
 )
-from static_consumer.types import TopicPartition
 
 JoinKind = Literal["static_rejoin", "static_join", "dynamic_join", "manual", "unknown"]
 JOIN_KINDS: tuple[JoinKind, ...] = ("static_rejoin", "static_join", "dynamic_join", "manual", "unknown")

@@ -17,7 +17,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, TextIO
 
-from static_consumer.events import (
+from static_consumer._base.records import TopicPartition
+from static_consumer._core.events import (
     Assigned,
     BatchProgress,
     Closed,
@@ -33,7 +34,6 @@ from static_consumer.events import (
 )
 from static_consumer.telemetry._schema import EVENT_LOG_SPARK_SCHEMA, SCHEMA_VERSION
 from static_consumer.telemetry._tracker import Failed, Join, MembershipTracker, Rebalance
-from static_consumer.types import TopicPartition
 
 _NAMES: dict[type[MembershipEvent], str] = {
     Joining: "joining",

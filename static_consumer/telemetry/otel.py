@@ -15,7 +15,7 @@ from opentelemetry import metrics, trace
 from opentelemetry.trace import Status, StatusCode
 
 from static_consumer import __version__
-from static_consumer.events import (
+from static_consumer._core.events import (
     Assigned,
     BatchProgress,
     Closed,
@@ -63,7 +63,7 @@ class OtelListener(MembershipListener):
 
     Use one listener per consumer. ``look_up_held`` (default True) asks the broker, once per join, what
     it held for the instance id, which is how a restart is told to be a static rejoin (see
-    :class:`~static_consumer.events.Joining`); ``clock`` feeds the time-since-last-rebalance gauge.
+    :class:`~static_consumer._core.events.Joining`); ``clock`` feeds the time-since-last-rebalance gauge.
     """
 
     def __init__(

@@ -4,7 +4,7 @@
 #
 #   build-base.sh TAG
 #
-# Run by static_consumer_lab.kafka_image (as root: debootstrap needs it); the Kafka layer goes on top
+# Run by static_consumer_lab.brokers.kafka_image (as root: debootstrap needs it); the Kafka layer goes on top
 # (Dockerfile). Everything that decides what is in the image is in this file, so its hash is part of the
 # image tags: edit it and the next build makes a new base. STATIC_CONSUMER_DEBIAN_MIRROR picks another
 # Debian mirror (the packages are the same).

@@ -1,6 +1,6 @@
 """The broker's own word on rebalances for the demo: generations and group epochs as demo events.
 
-The log lines and their parsing are :mod:`static_consumer_lab.rebalances` (shared with the
+The log lines and their parsing are :mod:`static_consumer_lab.brokers.rebalances` (shared with the
 integration tests); this module turns them into the demo's events and keeps the evidence.
 """
 
@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from pathlib import Path
 
-from static_consumer_lab import rebalances
+from static_consumer_lab.brokers import rebalances
 from static_consumer_lab.demo.metrics import Event
 
 

@@ -32,7 +32,7 @@ from static_consumer_lab.demo.sweep import Cell, grid, summary, sweep
 
 if TYPE_CHECKING:
     from static_consumer_lab.demo.runner import Outcome
-    from static_consumer_lab.jvm import Profile
+    from static_consumer_lab.brokers.jvm import Profile
 
 # (flag, DemoConfig field, type, help): the knobs shown in the report header.
 _KNOBS: tuple[tuple[str, str, type, str], ...] = (
@@ -194,7 +194,7 @@ def _progress(line: str) -> None:
 
 def run_sweep(base: DemoConfig, cells: list[Cell], out: Path, runs: int, budget_s: float) -> int:
     """Run the sweep's missing runs on one broker within ``budget_s``, then print the summary."""
-    from static_consumer_lab.backends import local_cluster
+    from static_consumer_lab.brokers.backends import local_cluster
     from static_consumer_lab.demo.recount import recount_dir
     from static_consumer_lab.demo.report import write_json
     from static_consumer_lab.demo.rundata import prepare
@@ -231,7 +231,7 @@ def run_sweep(base: DemoConfig, cells: list[Cell], out: Path, runs: int, budget_
 
 
 def run_and_report(cfg: DemoConfig, out: Path) -> int:
-    from static_consumer_lab.backends import local_cluster
+    from static_consumer_lab.brokers.backends import local_cluster
     from static_consumer_lab.demo.rundata import prepare
     from static_consumer_lab.demo.runner import run_demo
 

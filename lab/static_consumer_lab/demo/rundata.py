@@ -10,7 +10,7 @@ On disk (``<out>/events``), everything the table is computed from:
   ``{"kind": "generation"|"epoch", "group": ..., "value": N, "ts": ...}`` (absent: no broker log), and
   ``broker.log``, the broker's log lines that name the run's groups (for reading, not counted);
 - ``<strategy>/<member>#<n>.jsonl``: one stream per member incarnation, as the child process emitted it
-  (``static_consumer_lab.child``) plus what the runner saw (``spawn``, ``signal``, ``reaped``).
+  (``static_consumer_lab.children.child``) plus what the runner saw (``spawn``, ``signal``, ``reaped``).
 """
 
 from __future__ import annotations

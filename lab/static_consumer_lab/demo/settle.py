@@ -10,8 +10,8 @@ from __future__ import annotations
 import time
 from collections.abc import Mapping
 
-from static_consumer_lab.group import Group
-from static_consumer_lab.processes import ConsumerProcess
+from static_consumer_lab.children.group import Group
+from static_consumer_lab.children.processes import ConsumerProcess
 
 POLL_S = 0.25
 Partition = tuple[str, int]

@@ -15,8 +15,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from static_consumer_lab.jvm import STOCK_GROUP_CONFIG
-from static_consumer_lab.specs import static_spec
+from static_consumer_lab.brokers.jvm import STOCK_GROUP_CONFIG
+from static_consumer_lab.children.specs import static_spec
 
 # Stock: what a hosted service gives each protocol. KIP-848: Apache Kafka's group.consumer.session.timeout.ms
 # and group.consumer.heartbeat.interval.ms (also their minimums); classic: librdkafka's session.timeout.ms
