@@ -21,8 +21,7 @@ from typing import Any
 
 from _bench import process_cpu_s
 
-from static_consumer_lab.children.processes import ConsumerProcess
-from static_consumer_lab.children.processes import wait_until
+from static_consumer_lab.children.processes import ConsumerProcess, wait_until
 from static_consumer_lab.spark_servers import SparkConnectServer
 
 FETCH: dict[str, Any] = {"fetch.message.max.bytes": 10 * 1024 * 1024, "queued.min.messages": 1_000_000}

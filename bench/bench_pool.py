@@ -7,8 +7,9 @@ One Apache Kafka broker on the JVM (the test harness) with Apache Kafka's defaul
 (the harness's ``stock`` profile, ``static_consumer_lab.brokers.jvm.STOCK_GROUP_CONFIG``: KIP-848 session 45 s
 and heartbeats 5 s, classic minimum session 6 s, initial rebalance delay 3 s), not the harness's fast
 test settings. Pods are ``static-consumer run --processes N
-static_consumer_lab.children.pool_app:handle`` child processes (:class:`static_consumer_lab.children.pods.PoolPod`), the
-control the README's single-process pod main (``run_until_sigterm``) around the same handler.
+static_consumer_lab.children.pool_app:handle`` child processes
+(:class:`static_consumer_lab.children.pods.PoolPod`), the control the README's single-process pod main
+(``run_until_sigterm``) around the same handler.
 
 throughput: per round, one pod of each kind reads a topic of ``--records`` 100 B records from its start
 (a new topic and group each), the handler doing ``--work-us`` of pure-Python work per record (a loop

@@ -52,8 +52,8 @@ from typing import Any
 from static_consumer_lab.brokers import JvmKafkaCluster, create_topic, describe_consumer_group
 from static_consumer_lab.children.group import Group
 from static_consumer_lab.children.processes import ConsumerProcess, wait_until
-from static_consumer_lab.producer import SteadyProducer
 from static_consumer_lab.children.specs import static_spec
+from static_consumer_lab.producer import SteadyProducer
 
 PARTITIONS = 6
 MEMBERS = ("app-0", "app-1", "app-2")

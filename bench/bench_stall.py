@@ -37,8 +37,8 @@ from typing import Any
 from static_consumer.settings import ConsumerSettings
 from static_consumer.settings._config import consumer_config
 from static_consumer_lab.brokers import create_topic, local_cluster
-from static_consumer_lab.children.group import Group
 from static_consumer_lab.brokers.kafka_ops import committed_offsets, high_watermarks, metadata
+from static_consumer_lab.children.group import Group
 from static_consumer_lab.children.pauses import (
     pause,
     refused_batches,
@@ -47,8 +47,8 @@ from static_consumer_lab.children.pauses import (
     went_backwards,
 )
 from static_consumer_lab.children.processes import ConsumerProcess, wait_until
-from static_consumer_lab.producer import SteadyProducer
 from static_consumer_lab.children.specs import static_spec
+from static_consumer_lab.producer import SteadyProducer
 
 BATCH = 100
 VARIANTS = ("librdkafka", "static")

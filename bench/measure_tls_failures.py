@@ -46,9 +46,16 @@ from static_consumer.admin.members import describe_group
 from static_consumer.settings._config import admin_config, consumer_config
 from static_consumer_lab.brokers import JvmKafkaCluster, create_topic, produce
 from static_consumer_lab.secure.certs import generate_pki
-from static_consumer_lab.secure.tokens import UnsecuredTokens
+from static_consumer_lab.secure.listeners import (
+    MTLS,
+    OAUTH,
+    OTHER_HOST,
+    SASL_MECHANISMS,
+    SSL,
+    SecureListeners,
+)
 from static_consumer_lab.secure.sasl import SaslUsers
-from static_consumer_lab.secure.listeners import MTLS, OAUTH, OTHER_HOST, SASL_MECHANISMS, SSL, SecureListeners
+from static_consumer_lab.secure.tokens import UnsecuredTokens
 
 LOG = io.StringIO()
 

@@ -7,12 +7,12 @@ from __future__ import annotations
 
 from static_consumer_lab.brokers import JvmKafkaCluster, KafkaCluster, describe_consumer_group
 from static_consumer_lab.brokers.containers import ContainerKafkaCluster
-from static_consumer_lab.children.group import Group
 from static_consumer_lab.brokers.kafka_ops import high_watermarks, metadata
+from static_consumer_lab.brokers.rebalances import Rebalance
+from static_consumer_lab.children.group import Group
 from static_consumer_lab.children.pauses import went_backwards
 from static_consumer_lab.children.processes import wait_until
 from static_consumer_lab.producer import SteadyProducer as SteadyProducer
-from static_consumer_lab.brokers.rebalances import Rebalance
 
 
 def wait_all_consumed(group: Group, timeout_s: float = 120.0) -> set[tuple[str, int, int]]:

@@ -38,8 +38,8 @@ from static_consumer._core.events import Assigned, CommitRefused, Fenced, Revoke
 from static_consumer._core.shutdown import exit_code_for
 from static_consumer.aio import AsyncStaticConsumer, run_until_sigterm
 from static_consumer_lab.brokers import produce
-from static_consumer_lab.children.group import Group
 from static_consumer_lab.brokers.kafka_ops import high_watermarks
+from static_consumer_lab.children.group import Group
 from static_consumer_lab.children.loop_lag import LoopLag
 from static_consumer_lab.children.pauses import owned_at, sampling_commits, taken_over, went_backwards
 from static_consumer_lab.children.processes import ConsumerProcess

@@ -1,9 +1,10 @@
 """Bad input fails with a clear, typed error in bounded time (issue 3, scenario h).
 
-Unit tests cover the rules themselves: Kafka's instance-id rule and its messages (tests/unit/test_identity.py),
-every library-owned passthrough key and the classic-only keys under KIP-848 (tests/unit/test_settings.py).
-These tests cover what those cannot: the order in which StaticConsumer.start() checks things (identity
-before any network I/O), the bound on an unreachable bootstrap, and the environment route.
+Unit tests cover the rules themselves: Kafka's instance-id rule and its messages
+(tests/unit/test_identity.py), every library-owned passthrough key and the classic-only keys under KIP-848
+(tests/unit/test_settings.py). These tests cover what those cannot: the order in which StaticConsumer.start()
+checks things (identity before any network I/O), the bound on an unreachable bootstrap, and the environment
+route.
 """
 
 from __future__ import annotations

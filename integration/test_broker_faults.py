@@ -66,10 +66,10 @@ from static_consumer._core.seam import ConsumerAdapter
 from static_consumer.settings._config import ConfigValue
 from static_consumer_lab.brokers import JvmKafkaCluster, create_topic
 from static_consumer_lab.brokers.containers import ContainerKafkaCluster
-from static_consumer_lab.children.group import Group
 from static_consumer_lab.brokers.jvm import free_ports
-from static_consumer_lab.children.processes import ConsumerProcess
 from static_consumer_lab.brokers.rebalances import Rebalance
+from static_consumer_lab.children.group import Group
+from static_consumer_lab.children.processes import ConsumerProcess
 from static_consumer_lab.children.specs import static_spec
 
 PARTITIONS = 6

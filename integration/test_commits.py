@@ -16,8 +16,8 @@ from static_consumer_lab.brokers import produce
 from static_consumer_lab.brokers.kafka_ops import committed_offsets
 from static_consumer_lab.children.pauses import sampling_commits
 from static_consumer_lab.children.processes import ConsumerProcess, wait_until
-from static_consumer_lab.producer import SteadyProducer
 from static_consumer_lab.children.specs import static_spec
+from static_consumer_lab.producer import SteadyProducer
 
 PARTITIONS = 6
 BACKLOG = 30_000  # read at full rate before the second member comes

@@ -30,11 +30,11 @@ from static_consumer._base.errors import EXIT_UNAVAILABLE
 from static_consumer.admin.audit import audit_group
 from static_consumer.settings import ConsumerSettings
 from static_consumer_lab.brokers import JvmKafkaCluster, create_topic, describe_consumer_group
-from static_consumer_lab.children.group import Group, shorten_consumer_session
 from static_consumer_lab.brokers.kafka_ops import high_watermarks
+from static_consumer_lab.children.group import Group, shorten_consumer_session
 from static_consumer_lab.children.processes import ConsumerProcess
-from static_consumer_lab.producer import SteadyProducer
 from static_consumer_lab.children.specs import static_spec
+from static_consumer_lab.producer import SteadyProducer
 
 PARTITIONS = 6
 MEMBERS = ("app-0", "app-1", "app-2")

@@ -33,12 +33,12 @@ from _faults import logged_rebalances
 from _side_by_side import side_by_side
 
 from static_consumer_lab.brokers import KafkaCluster, produce
-from static_consumer_lab.children.group import CONSUMER_PROTOCOL_SESSION_MS, shorten_consumer_session
 from static_consumer_lab.brokers.kafka_ops import committed_offsets, high_watermarks
+from static_consumer_lab.children.group import CONSUMER_PROTOCOL_SESSION_MS, shorten_consumer_session
 from static_consumer_lab.children.pods import PoolPod, event_time
 from static_consumer_lab.children.processes import wait_until
-from static_consumer_lab.producer import SteadyProducer
 from static_consumer_lab.children.specs import CLASSIC_DEFAULTS, for_protocol
+from static_consumer_lab.producer import SteadyProducer
 
 PARTITIONS = 8
 SHUTDOWN_S = 10.0

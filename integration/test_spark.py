@@ -31,14 +31,13 @@ from static_consumer.spark import (
     resolve_kafka_connector,
     spark_session,
 )
-from static_consumer_lab.children.processes import ConsumerProcess
 from static_consumer_lab.brokers import committed_offsets, produce
-from static_consumer_lab.children.group import shorten_consumer_session
 from static_consumer_lab.brokers.kafka_ops import high_watermarks
+from static_consumer_lab.children.group import shorten_consumer_session
 from static_consumer_lab.children.pauses import owned_at, taken_over, timeline
-from static_consumer_lab.children.processes import wait_until
-from static_consumer_lab.producer import SteadyProducer
+from static_consumer_lab.children.processes import ConsumerProcess, wait_until
 from static_consumer_lab.children.specs import CLASSIC_DEFAULTS, for_protocol, static_spec
+from static_consumer_lab.producer import SteadyProducer
 
 pytestmark = pytest.mark.lab_broker(
     "Spark bridge pods join without the 3 s initial rebalance delay; nothing here depends on the session"

@@ -28,9 +28,8 @@ from test_spark import produce_varied, settings
 
 from static_consumer.spark import KAFKA_SCHEMA
 from static_consumer.telemetry import read_event_log
-from static_consumer_lab.children.processes import ConsumerProcess
 from static_consumer_lab.brokers import committed_offsets, describe_consumer_group, produce
-from static_consumer_lab.children.processes import wait_until
+from static_consumer_lab.children.processes import ConsumerProcess, wait_until
 
 pytestmark = pytest.mark.lab_broker(
     "Spark bridge pods join without the 3 s initial rebalance delay and a killed pod's session (10 s) "

@@ -30,12 +30,10 @@ import pytest
 from _side_by_side import PROTOCOLS, side_by_side
 from test_spark_exactly_once import delta_positions, parquet_positions
 
-from static_consumer_lab.children.processes import ConsumerProcess
-
 from static_consumer_lab.brokers import committed_offsets, produce
-from static_consumer_lab.children.group import shorten_consumer_session
 from static_consumer_lab.brokers.kafka_ops import high_watermarks
-from static_consumer_lab.children.processes import wait_until
+from static_consumer_lab.children.group import shorten_consumer_session
+from static_consumer_lab.children.processes import ConsumerProcess, wait_until
 
 pytestmark = pytest.mark.lab_broker(
     "a killed or frozen pod's session expires in seconds under both protocols (the stock broker's KIP-848 "

@@ -31,8 +31,8 @@ from _faults import logged_rebalances
 from static_consumer_lab.brokers import KafkaCluster, describe_consumer_group
 from static_consumer_lab.children.group import CONSUMER_PROTOCOL_SESSION_MS, Group, shorten_consumer_session
 from static_consumer_lab.children.processes import ConsumerProcess, Event, wait_until
-from static_consumer_lab.producer import SteadyProducer
 from static_consumer_lab.children.specs import static_spec
+from static_consumer_lab.producer import SteadyProducer
 
 pytestmark = pytest.mark.lab_broker(
     "KIP-848 groups take a 10 s session: an idle duplicate exits 75 after session + margin; who is fenced, "

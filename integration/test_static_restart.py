@@ -26,8 +26,8 @@ from confluent_kafka import KafkaException
 from static_consumer._kafka.watch import ConfluentGroupWatch
 from static_consumer.settings import ConsumerSettings
 from static_consumer_lab.brokers import describe_consumer_group, produce
-from static_consumer_lab.children.group import STOCK_CONSUMER_PROTOCOL_SESSION_MS, Group
 from static_consumer_lab.brokers.kafka_ops import set_group_config
+from static_consumer_lab.children.group import STOCK_CONSUMER_PROTOCOL_SESSION_MS, Group
 from static_consumer_lab.children.processes import ConsumerProcess, wait_until
 
 PARTITIONS = 6

@@ -38,9 +38,9 @@ from static_consumer.telemetry import EventLog
 from static_consumer_lab.brokers import JvmKafkaCluster, committed_offsets, create_topic, produce
 from static_consumer_lab.brokers.kafka_ops import describe_consumer_group as describe_on_broker
 from static_consumer_lab.brokers.kafka_ops import high_watermarks
-from static_consumer_lab.secure.tokens import UnsecuredTokens
 from static_consumer_lab.children.processes import wait_until
 from static_consumer_lab.secure.listeners import MTLS, OAUTH, OTHER_HOST, SASL_SSL, SSL
+from static_consumer_lab.secure.tokens import UnsecuredTokens
 
 PARTITIONS = 4
 RECORDS = 400

@@ -31,8 +31,8 @@ from static_consumer._security import tls as _tls
 from static_consumer.admin.members import describe_group, remove_members, scale_down
 from static_consumer.telemetry import EventLog
 from static_consumer_lab.brokers import JvmKafkaCluster, create_topic, produce
-from static_consumer_lab.secure.tokens import UnsecuredTokens
 from static_consumer_lab.secure.listeners import MTLS, OAUTH, OTHER_HOST, SASL_SSL, SSL
+from static_consumer_lab.secure.tokens import UnsecuredTokens
 
 CONNECT_TIMEOUT_S = 20.0
 FAST_S = 12.0  # well under CONNECT_TIMEOUT_S: the failure came from the handshake, not the timeout

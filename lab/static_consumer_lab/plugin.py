@@ -13,14 +13,14 @@ Fixtures:
   at its first use and shared to the end of the session. Never skipped: if no broker can start, the test
   errors with the broker log.
 - ``kafka_stock_cluster``, ``kafka_lab_cluster`` (session): the broker of each profile on the backend
-  :func:`~static_consumer_lab.brokers.backends.select_backend` picks: ``STATIC_CONSUMER_BROKER=jvm|docker|external``,
-  else ``KAFKA_BOOTSTRAP_SERVERS`` if set (both profiles: an existing cluster has the settings it has),
-  else the container when a Docker engine, a compose command and the locally built image are all there,
-  else a KRaft broker on the JVM from Maven Central jars (one warning line when an engine answered but
-  the rest was missing).
+  :func:`~static_consumer_lab.brokers.backends.select_backend` picks:
+  ``STATIC_CONSUMER_BROKER=jvm|docker|external``, else ``KAFKA_BOOTSTRAP_SERVERS`` if set (both profiles: an
+  existing cluster has the settings it has), else the container when a Docker engine, a compose command and
+  the locally built image are all there, else a KRaft broker on the JVM from Maven Central jars (one warning
+  line when an engine answered but the rest was missing).
 - ``kafka_container_cluster``, ``kafka_container_lab_cluster`` (session): a KRaft broker of that profile
-  from the harness's locally built image (:mod:`static_consumer_lab.brokers.kafka_image`, built here if its tag is
-  missing) under Docker Compose, started through pytest-docker with its ``docker_compose_command``
+  from the harness's locally built image (:mod:`static_consumer_lab.brokers.kafka_image`, built here if its
+  tag is missing) under Docker Compose, started through pytest-docker with its ``docker_compose_command``
   fixture (when that command does not answer, the first of ``docker compose`` and ``docker-compose`` that
   does, said in one line), on the host's network at 127.0.0.1; ``stop_node()``/``start_node()``/
   ``restart_node()`` stop and start its container.
@@ -39,8 +39,8 @@ Fixtures:
   (``sasl_bootstrap_servers``; SCRAM-SHA-256 and PLAIN) next to its PLAINTEXT one; ``cluster.sasl``
   holds the users (``alice``, ``bob``) and their random, distinctive passwords.
 - ``kafka_acl_cluster`` (module): a one-node JVM cluster with KRaft's ``StandardAuthorizer``
-  (:mod:`static_consumer_lab.secure.authorizer`): the harness's PLAINTEXT listener and the SASL user ``admin`` are super
-  users, the SASL user ``app`` has only the ACLs a test sets with ``cluster.only([...])``;
+  (:mod:`static_consumer_lab.secure.authorizer`): the harness's PLAINTEXT listener and the SASL user ``admin``
+  are super users, the SASL user ``app`` has only the ACLs a test sets with ``cluster.only([...])``;
   ``cluster.settings_fields()`` logs in as ``app``. Stopped at the end of the module.
 - ``spark_connect_server`` (session): a Spark Connect server on 127.0.0.1 started from PySpark's own
   launch script, with Spark's Kafka connector and (with delta-spark installed) Delta Lake; ``.url``.
@@ -48,9 +48,9 @@ Fixtures:
   ``.master_url``. Both need ``static-consumer[spark]`` and Java; they error (never skip) when they
   cannot start within ``START_TIMEOUT_S``.
 - ``kafka_secure_cluster`` (session): a one-node JVM cluster with the TLS listeners of
-  :mod:`static_consumer_lab.secure.listeners` (SSL, MTLS, SASL_SSL with SCRAM-SHA-512 and PLAIN, OAUTH, OTHERHOST)
-  next to PLAINTEXT; ``cluster.bootstrap_for("MTLS")``; ``cluster.tls.pki`` holds the throwaway CA and
-  certificates (generated at start, deleted at the end), ``cluster.tls.users`` the SASL users;
+  :mod:`static_consumer_lab.secure.listeners` (SSL, MTLS, SASL_SSL with SCRAM-SHA-512 and PLAIN, OAUTH,
+  OTHERHOST) next to PLAINTEXT; ``cluster.bootstrap_for("MTLS")``; ``cluster.tls.pki`` holds the throwaway CA
+  and certificates (generated at start, deleted at the end), ``cluster.tls.users`` the SASL users;
   ``cluster.tls.settings_fields(listener, bootstrap)`` gives ConsumerSettings fields for a listener.
 """
 
@@ -65,12 +65,12 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 if TYPE_CHECKING:  # the harness is imported by the fixtures that use it, never at plugin load
-    from static_consumer_lab.secure.authorizer import AclCluster
     from static_consumer_lab.brokers.backends import KafkaCluster
     from static_consumer_lab.brokers.containers import ContainerKafkaCluster
-    from static_consumer_lab.children.group import Group
     from static_consumer_lab.brokers.jvm import JvmKafkaCluster, Profile
+    from static_consumer_lab.children.group import Group
     from static_consumer_lab.children.processes import ConsumerProcess
+    from static_consumer_lab.secure.authorizer import AclCluster
     from static_consumer_lab.spark_servers import SparkConnectServer, StandaloneCluster
 
 # Loading this plugin (pytest does it in every session where the package is installed) imports only
@@ -283,8 +283,8 @@ def kafka_group_factory(
     kafka_consumer_process_factory: Callable[..., ConsumerProcess],
 ) -> Callable[..., Group]:
     """``new(partitions, **options) -> Group``: members in child processes on a new topic with a new group
-    id, on the test's shared broker (``options`` are :class:`~static_consumer_lab.children.group.Group`'s fields;
-    ``lab`` follows the broker's profile)."""
+    id, on the test's shared broker (``options`` are :class:`~static_consumer_lab.children.group.Group`'s
+    fields; ``lab`` follows the broker's profile)."""
     from static_consumer_lab.children.group import Group
 
     def new(partitions: int, **options: Any) -> Group:
@@ -399,10 +399,10 @@ def kafka_secure_cluster(pytestconfig: pytest.Config) -> Iterator[JvmKafkaCluste
     import tempfile
     from pathlib import Path
 
-    from static_consumer_lab.secure.certs import generate_pki
     from static_consumer_lab.brokers.jvm import JvmKafkaCluster
-    from static_consumer_lab.secure.sasl import SaslUsers
+    from static_consumer_lab.secure.certs import generate_pki
     from static_consumer_lab.secure.listeners import SASL_MECHANISMS, SecureListeners
+    from static_consumer_lab.secure.sasl import SaslUsers
 
     pki_dir = Path(tempfile.mkdtemp(prefix="static-consumer-pki-"))
     pki = generate_pki(pki_dir)

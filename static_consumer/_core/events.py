@@ -12,7 +12,7 @@ import logging
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import ClassVar, Literal
 
 from static_consumer._base.records import TopicPartition
 
@@ -34,8 +34,8 @@ class MembershipEvent:
     generation: int | None = None
     at: float = field(default_factory=time.time)
 
-    def deliver(self, listener: MembershipListener) -> None:
-        raise NotImplementedError  # every concrete event overrides this
+    # The MembershipListener method for this event (every concrete event names its own).
+    hook: ClassVar[str] = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -67,8 +67,7 @@ class Joining(MembershipEvent):
     protocol: str
     lookup_held: Callable[[], HeldAssignment | None] = field(default=_unknown, repr=False, compare=False)
 
-    def deliver(self, listener: MembershipListener) -> None:
-        listener.on_joining(self)
+    hook: ClassVar[str] = "on_joining"
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -77,8 +76,7 @@ class Assigned(MembershipEvent):
 
     partitions: tuple[TopicPartition, ...]
 
-    def deliver(self, listener: MembershipListener) -> None:
-        listener.on_assigned(self)
+    hook: ClassVar[str] = "on_assigned"
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -88,8 +86,7 @@ class Revoked(MembershipEvent):
 
     partitions: tuple[TopicPartition, ...]
 
-    def deliver(self, listener: MembershipListener) -> None:
-        listener.on_revoked(self)
+    hook: ClassVar[str] = "on_revoked"
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -99,8 +96,7 @@ class Lost(MembershipEvent):
 
     partitions: tuple[TopicPartition, ...]
 
-    def deliver(self, listener: MembershipListener) -> None:
-        listener.on_lost(self)
+    hook: ClassVar[str] = "on_lost"
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -109,8 +105,7 @@ class Fenced(MembershipEvent):
 
     error: str
 
-    def deliver(self, listener: MembershipListener) -> None:
-        listener.on_fenced(self)
+    hook: ClassVar[str] = "on_fenced"
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -120,8 +115,7 @@ class StandingBy(MembershipEvent):
 
     reason: str
 
-    def deliver(self, listener: MembershipListener) -> None:
-        listener.on_standing_by(self)
+    hook: ClassVar[str] = "on_standing_by"
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -130,8 +124,7 @@ class FatalError(MembershipEvent):
 
     error: str
 
-    def deliver(self, listener: MembershipListener) -> None:
-        listener.on_fatal(self)
+    hook: ClassVar[str] = "on_fatal"
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -141,8 +134,7 @@ class Closed(MembershipEvent):
 
     left_group: bool
 
-    def deliver(self, listener: MembershipListener) -> None:
-        listener.on_closed(self)
+    hook: ClassVar[str] = "on_closed"
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -170,8 +162,7 @@ class BatchProgress(MembershipEvent):
     committed: bool
     version: int | None = None
 
-    def deliver(self, listener: MembershipListener) -> None:
-        listener.on_batch(self)
+    hook: ClassVar[str] = "on_batch"
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -195,8 +186,7 @@ class CommitRefused(MembershipEvent):
     def partitions(self) -> tuple[TopicPartition, ...]:
         return tuple(tp for tp, _offset in self.offsets)
 
-    def deliver(self, listener: MembershipListener) -> None:
-        listener.on_commit_refused(self)
+    hook: ClassVar[str] = "on_commit_refused"
 
 
 StallVerdict = Literal["ok", "lost", "gone", "unknown", "expired"]
@@ -229,12 +219,20 @@ class Stalled(MembershipEvent):
     rewound: tuple[tuple[TopicPartition, int], ...] = ()
     waited_s: float = 0.0
 
-    def deliver(self, listener: MembershipListener) -> None:
-        listener.on_stalled(self)
+    hook: ClassVar[str] = "on_stalled"
 
 
 class MembershipListener:
-    """Base class for listeners; every method is an optional no-op."""
+    """Base class for listeners; every method is an optional no-op.
+
+    The consumer hands every event to :meth:`on_event`, which calls the event's own method (``on_assigned``
+    for :class:`Assigned`, ...: the event's ``hook``). Override the methods of the events you care about,
+    or :meth:`on_event` to see every event in one place (an event log, a bridge to another thread).
+    """
+
+    def on_event(self, event: MembershipEvent) -> None:
+        """Every event, whatever its type; by default, the event's own method."""
+        getattr(self, event.hook)(event)
 
     def on_joining(self, event: Joining) -> None:
         """A client is about to join the group."""
@@ -282,7 +280,7 @@ class Dispatcher:
     def emit(self, event: MembershipEvent) -> None:
         for listener in self._listeners:
             try:
-                event.deliver(listener)
+                listener.on_event(event)
             except Exception as exc:  # noqa: BLE001 - kept and re-raised by raise_pending()
                 self._pending.append(exc)
 

@@ -13,17 +13,9 @@ import logging
 from collections.abc import AsyncIterator
 
 from static_consumer._core.events import (
-    Assigned,
     Closed,
-    CommitRefused,
-    FatalError,
-    Fenced,
-    Joining,
-    Lost,
     MembershipEvent,
     MembershipListener,
-    Revoked,
-    Stalled,
 )
 
 log = logging.getLogger(__name__)
@@ -77,31 +69,7 @@ class LoopForwarder(MembershipListener):
         if isinstance(event, Closed):  # the streams end with it
             self.streams.clear()
 
-    def on_joining(self, event: Joining) -> None:
-        self._forward(event)
-
-    def on_assigned(self, event: Assigned) -> None:
-        self._forward(event)
-
-    def on_revoked(self, event: Revoked) -> None:
-        self._forward(event)
-
-    def on_lost(self, event: Lost) -> None:
-        self._forward(event)
-
-    def on_fenced(self, event: Fenced) -> None:
-        self._forward(event)
-
-    def on_fatal(self, event: FatalError) -> None:
-        self._forward(event)
-
-    def on_closed(self, event: Closed) -> None:
-        self._forward(event)
-
-    def on_stalled(self, event: Stalled) -> None:
-        self._forward(event)
-
-    def on_commit_refused(self, event: CommitRefused) -> None:
+    def on_event(self, event: MembershipEvent) -> None:
         self._forward(event)
 
 

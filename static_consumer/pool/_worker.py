@@ -32,8 +32,10 @@ from static_consumer._core.events import (
     Fenced,
     Joining,
     Lost,
+    MembershipEvent,
     MembershipListener,
     Revoked,
+    StandingBy,
 )
 from static_consumer._core.shutdown import exit_code_for, run_until_sigterm
 from static_consumer._security.secrets import ISSUED_TOKENS, env_secrets, scrub
@@ -125,30 +127,16 @@ class Reporter(MembershipListener):
     def failed(self, exc: BaseException) -> None:
         self.error = _masked(f"{type(exc).__name__}: {exc}")[:_MAX_ERROR_CHARS]
 
-    def _joined(self, joined: bool) -> None:
-        self.joined = joined
+    def on_event(self, event: MembershipEvent) -> None:
+        # Joined once assigned (even nothing); not while joining again, standing by, or after a loss,
+        # a fence, a fatal error or the close.
+        if isinstance(event, Assigned):
+            self.joined = True
+        elif isinstance(event, Joining | Lost | StandingBy | Fenced | FatalError | Closed):
+            self.joined = False
+        elif not isinstance(event, Revoked):
+            return  # nothing a status says changed
         self.report()
-
-    def on_joining(self, event: Joining) -> None:
-        self._joined(False)
-
-    def on_assigned(self, event: Assigned) -> None:
-        self._joined(True)
-
-    def on_revoked(self, event: Revoked) -> None:
-        self.report()
-
-    def on_lost(self, event: Lost) -> None:
-        self._joined(False)
-
-    def on_fenced(self, event: Fenced) -> None:
-        self._joined(False)
-
-    def on_fatal(self, event: FatalError) -> None:
-        self._joined(False)
-
-    def on_closed(self, event: Closed) -> None:
-        self._joined(False)
 
 
 def _masked(text: str) -> str:

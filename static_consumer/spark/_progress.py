@@ -1,4 +1,5 @@
-"""Per-batch progress of the runner: the :class:`~static_consumer._core.events.BatchProgress` event and the lag.
+"""Per-batch progress of the runner: the :class:`~static_consumer._core.events.BatchProgress` event and the
+lag.
 
 Lag needs the partitions' end offsets, which the consumer's public API does not give; they are looked
 up with a ListOffsets request (kafka-python's admin client, with the consumer's connection and security

@@ -96,34 +96,7 @@ class EventLog(MembershipListener):
     def __exit__(self, *exc_info: object) -> None:
         self.close()
 
-    def on_joining(self, event: Joining) -> None:
-        self._write(event)
-
-    def on_assigned(self, event: Assigned) -> None:
-        self._write(event)
-
-    def on_revoked(self, event: Revoked) -> None:
-        self._write(event)
-
-    def on_lost(self, event: Lost) -> None:
-        self._write(event)
-
-    def on_fenced(self, event: Fenced) -> None:
-        self._write(event)
-
-    def on_fatal(self, event: FatalError) -> None:
-        self._write(event)
-
-    def on_closed(self, event: Closed) -> None:
-        self._write(event)
-
-    def on_batch(self, event: BatchProgress) -> None:
-        self._write(event)
-
-    def on_stalled(self, event: Stalled) -> None:
-        self._write(event)
-
-    def on_commit_refused(self, event: CommitRefused) -> None:
+    def on_event(self, event: MembershipEvent) -> None:
         self._write(event)
 
     def _write(self, event: MembershipEvent) -> None:

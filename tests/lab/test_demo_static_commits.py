@@ -16,8 +16,8 @@ import pytest
 from fakes import MODERN, Assign, FakeAdapter, rec, tp
 
 from static_consumer._base.records import TopicPartition
-from static_consumer_lab.children.static_member import run_static
 from static_consumer_lab.children.specs import static_spec
+from static_consumer_lab.children.static_member import run_static
 
 WARMUP_S = 0.4  # each stale partition's rebuild; the worker rebuilds them one after the other
 HANDED_OUT = {0: [10, 11, 12], 1: [20, 21], 2: [30, 31]}  # partitions 0 and 2 are rebuilt, 1 is not

@@ -43,7 +43,8 @@ def test_an_engine_and_compose_without_the_image_fall_back_to_the_jvm_naming_the
     choice = select_backend({}, lambda: status)
     assert choice.backend == "jvm"
     assert choice.warning is not None and "\n" not in choice.warning
-    assert TAG in choice.warning and "python -m static_consumer_lab.brokers.kafka_image build" in choice.warning
+    build = "python -m static_consumer_lab.brokers.kafka_image build"
+    assert TAG in choice.warning and build in choice.warning
 
 
 def test_a_chosen_backend_is_not_second_guessed() -> None:

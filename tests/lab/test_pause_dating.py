@@ -1,6 +1,6 @@
-"""How the lab dates what a paused child handed out (``static_consumer_lab.children.pauses``): by the stall guard's
-check (``checked``), so a freeze inside ``consume()`` after the check is the window no client can close,
-while a batch checked after the wake-up of a partition another member owned is still counted."""
+"""How the lab dates what a paused child handed out (``static_consumer_lab.children.pauses``): by the stall
+guard's check (``checked``), so a freeze inside ``consume()`` after the check is the window no client can
+close, while a batch checked after the wake-up of a partition another member owned is still counted."""
 
 from __future__ import annotations
 

@@ -90,7 +90,38 @@ def test_events_are_frozen_and_carry_membership_fields(event: MembershipEvent) -
         "m-1",
         None,
     )
-    assert abs(event.at - time.time()) < 60
+    assert event.at <= time.time()  # stamped when it happened (these were made at collection)
+
+
+def test_an_event_is_stamped_with_the_wall_clock_when_made() -> None:
+    before = time.time()
+    event = Lost(group_id="g", instance_id="app-0", member_id="m-1", partitions=())
+    assert before <= event.at <= time.time()
+
+
+def test_a_listener_can_take_every_event_in_one_method() -> None:
+    class Everything(MembershipListener):
+        def __init__(self) -> None:
+            self.got: list[MembershipEvent] = []
+
+        def on_event(self, event: MembershipEvent) -> None:
+            self.got.append(event)
+
+    everything = Everything()
+    dispatcher = Dispatcher([everything])
+    for event in ALL_EVENTS:
+        dispatcher.emit(event)
+    assert everything.got == ALL_EVENTS
+
+
+def test_every_event_names_a_method_of_the_listener() -> None:
+    import static_consumer._core.events as events
+
+    kinds = [c for c in vars(events).values() if isinstance(c, type) and issubclass(c, MembershipEvent)]
+    concrete = [c for c in kinds if c is not MembershipEvent]
+    assert len(concrete) >= 11
+    for kind in concrete:
+        assert callable(getattr(MembershipListener, kind.hook, None)), kind.__name__
 
 
 def test_listener_exception_is_kept_until_raise_pending_and_others_still_run() -> None:

@@ -54,7 +54,7 @@ def fields(at: float, generation: int | None = None, member: str | None = "app-1
 
 def write(log: EventLog, *events: MembershipEvent) -> None:
     for event in events:
-        event.deliver(log)
+        log.on_event(event)
 
 
 def incarnation(

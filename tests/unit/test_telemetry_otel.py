@@ -62,7 +62,7 @@ class Otel:
 
     def feed(self, *events: MembershipEvent) -> None:
         for event in events:
-            event.deliver(self.listener)
+            self.listener.on_event(event)
 
     def metrics(self) -> dict[str, list[tuple[dict[str, Any], Any]]]:
         """name -> [(attributes, value)]: sums and gauges give their value, histograms (count, sum)."""
@@ -278,7 +278,7 @@ def test_listener_works_without_an_sdk() -> None:
         Assigned(**fields(1, 1), partitions=tps(0)),
         Closed(**fields(2), left_group=False),
     ):
-        event.deliver(listener)
+        listener.on_event(event)
 
 
 def test_through_the_consumer_the_broker_is_asked_before_the_join(

@@ -70,7 +70,8 @@ class DockerStatus:
         if self.compose is None:
             return "no compose command answers (`docker compose` plugin or `docker-compose`)"
         if not self.image_present:
-            return f"the image {self.image} is not built (python -m static_consumer_lab.brokers.kafka_image build)"
+            build = "python -m static_consumer_lab.brokers.kafka_image build"
+            return f"the image {self.image} is not built ({build})"
         return None
 
 

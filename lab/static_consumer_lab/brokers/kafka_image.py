@@ -169,7 +169,9 @@ def build_image(version: str | None = None, progress: Callable[[str], None] | No
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m static_consumer_lab.brokers.kafka_image", description=__doc__)
+    parser = argparse.ArgumentParser(
+        prog="python -m static_consumer_lab.brokers.kafka_image", description=__doc__
+    )
     parser.add_argument("command", choices=("build", "tag"))
     parser.add_argument(
         "--kafka-version", default=None, help="default: STATIC_CONSUMER_KAFKA_VERSION or pinned"

@@ -17,7 +17,8 @@
 - ``hold``: import everything, emit ``held`` and wait for a line on stdin before starting the consumer;
 - ``workload``: per-record processing time, modelled state rebuilds and liveness ticks, with processing
   times in ``records`` events (see ``static_consumer_lab.children.workload``); both modes then commit only the
-  records processed (the static mode in a loop of its own, see ``static_consumer_lab.children.static_member``).
+  records processed (the static mode in a loop of its own, see
+  ``static_consumer_lab.children.static_member``).
 
 Events: ready, assigned, revoked, lost, records (with [topic, partition, offset] triples), committed,
 commit_deferred (a transient commit failure: the offsets go with the next commit), commit_refused,

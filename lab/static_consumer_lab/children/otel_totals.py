@@ -7,16 +7,8 @@ from collections.abc import Callable
 from typing import Any
 
 from static_consumer._core.events import (
-    Assigned,
-    Closed,
-    CommitRefused,
-    FatalError,
-    Fenced,
-    Joining,
-    Lost,
     MembershipEvent,
     MembershipListener,
-    Revoked,
 )
 from static_consumer.telemetry import OtelListener
 
@@ -52,28 +44,7 @@ class MetricsSnapshot(MembershipListener):
     def _after(self, event: MembershipEvent) -> None:
         self._emit("metrics", event=type(event).__name__, values=self.snapshot())
 
-    def on_joining(self, event: Joining) -> None:
-        self._after(event)
-
-    def on_assigned(self, event: Assigned) -> None:
-        self._after(event)
-
-    def on_revoked(self, event: Revoked) -> None:
-        self._after(event)
-
-    def on_lost(self, event: Lost) -> None:
-        self._after(event)
-
-    def on_fenced(self, event: Fenced) -> None:
-        self._after(event)
-
-    def on_fatal(self, event: FatalError) -> None:
-        self._after(event)
-
-    def on_closed(self, event: Closed) -> None:
-        self._after(event)
-
-    def on_commit_refused(self, event: CommitRefused) -> None:
+    def on_event(self, event: MembershipEvent) -> None:
         self._after(event)
 
 

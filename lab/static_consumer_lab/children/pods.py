@@ -3,7 +3,8 @@
 Everything the pod says is read from the files the command writes: its readiness file, its status file
 (every worker: pid, state, assignment, restarts, last exit), its JSONL membership event log (every
 worker's events, with instance ids and generations), and the records and batches
-:mod:`static_consumer_lab.children.pool_app` handled. Used by integration/test_pool.py and bench/bench_pool.py.
+:mod:`static_consumer_lab.children.pool_app` handled. Used by integration/test_pool.py and
+bench/bench_pool.py.
 """
 
 from __future__ import annotations
@@ -36,7 +37,8 @@ def settings_env(settings: Mapping[str, Any]) -> dict[str, str]:
 
 
 class PoolPod:
-    """``static-consumer run --processes N static_consumer_lab.children.pool_app:handle`` with ``POD_NAME=name``.
+    """``static-consumer run --processes N static_consumer_lab.children.pool_app:handle`` with
+    ``POD_NAME=name``.
 
     ``settings``: ConsumerSettings fields, passed as ``STATIC_CONSUMER_*`` variables; ``env``: more
     variables (e.g. ``POOL_APP_WORK_ITERATIONS``). The pod's files live in ``workdir / name``; they are

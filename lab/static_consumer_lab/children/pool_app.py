@@ -1,7 +1,7 @@
 """The handler a lab pod runs under ``static-consumer run`` (:mod:`static_consumer_lab.children.pods`).
 
-``static-consumer run --setup static_consumer_lab.children.pool_app:setup static_consumer_lab.children.pool_app:handle``;
-what it does comes from the environment:
+``static-consumer run --setup static_consumer_lab.children.pool_app:setup
+static_consumer_lab.children.pool_app:handle``; what it does comes from the environment:
 
 - ``POOL_APP_WORK_ITERATIONS``: pure-Python work per record (a loop of that many iterations; the
   benchmark calibrates it to CPU time per record, so the work is the same whatever the load);
@@ -10,8 +10,8 @@ what it does comes from the environment:
   (started and ended wall clock; work_cpu the CPU seconds of this thread the work loop took).
 
 Each worker opens the files in ``setup`` (after the fork) with O_APPEND and writes a batch in one call,
-so the workers of a pod can share them. ``python -m static_consumer_lab.children.pool_app`` is the same handler
-in the single-process pod main of the README (``run_until_sigterm``, no pool): the control.
+so the workers of a pod can share them. ``python -m static_consumer_lab.children.pool_app`` is the same
+handler in the single-process pod main of the README (``run_until_sigterm``, no pool): the control.
 """
 
 from __future__ import annotations

@@ -31,8 +31,8 @@ from static_consumer_lab.demo.strategies import ALL_STRATEGIES, BY_NAME, DEFAULT
 from static_consumer_lab.demo.sweep import Cell, grid, summary, sweep
 
 if TYPE_CHECKING:
-    from static_consumer_lab.demo.runner import Outcome
     from static_consumer_lab.brokers.jvm import Profile
+    from static_consumer_lab.demo.runner import Outcome
 
 # (flag, DemoConfig field, type, help): the knobs shown in the report header.
 _KNOBS: tuple[tuple[str, str, type, str], ...] = (

@@ -24,15 +24,15 @@ from pathlib import Path
 from typing import Any
 
 from static_consumer_lab.brokers.backends import KafkaCluster
+from static_consumer_lab.brokers.kafka_ops import create_topic
+from static_consumer_lab.children.group import Group
+from static_consumer_lab.children.processes import ConsumerProcess
 from static_consumer_lab.demo import broker_log
 from static_consumer_lab.demo.metrics import Event, Metrics
 from static_consumer_lab.demo.rundata import Incarnation, RunData, StrategyRun, write_run
 from static_consumer_lab.demo.settle import Watcher, wait_settled
 from static_consumer_lab.demo.strategies import BY_NAME, MAX_POLL_MS, DemoConfig, Strategy, spec
 from static_consumer_lab.demo.tally import tally
-from static_consumer_lab.children.group import Group
-from static_consumer_lab.brokers.kafka_ops import create_topic
-from static_consumer_lab.children.processes import ConsumerProcess
 from static_consumer_lab.producer import SteadyProducer
 
 Progress = Callable[[str], None]
