@@ -20,8 +20,8 @@ import time
 import uuid
 from pathlib import Path
 
+from static_consumer._core.modes import client_config
 from static_consumer.settings import ConsumerSettings
-from static_consumer.settings._config import consumer_config
 from static_consumer_lab.brokers import create_topic, local_cluster
 from static_consumer_lab.children.processes import ConsumerProcess, wait_until
 from static_consumer_lab.children.specs import confluent_spec
@@ -41,7 +41,7 @@ def run(bootstrap: str, args: argparse.Namespace, remove: bool) -> tuple[float, 
     members = []
     try:
         for k in range(args.members):
-            config = consumer_config(settings, f"consumer-{k}")
+            config = client_config(settings, f"consumer-{k}")
             spec = confluent_spec(bootstrap, settings.group_id, [topic], **config)
             members.append(ConsumerProcess(spec, name=f"consumer-{k}"))
         share = args.partitions // args.members
@@ -84,7 +84,7 @@ def main() -> None:
     args = parser.parse_args()
     with local_cluster(os.environ) as cluster:
         bootstrap = cluster.bootstrap_servers
-        heartbeat = consumer_config(
+        heartbeat = client_config(
             ConsumerSettings(
                 bootstrap_servers=bootstrap, group_id="x", session_timeout_ms=args.session_timeout_ms
             ),

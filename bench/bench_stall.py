@@ -34,8 +34,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from static_consumer._core.modes import client_config
 from static_consumer.settings import ConsumerSettings
-from static_consumer.settings._config import consumer_config
 from static_consumer_lab.brokers import create_topic, local_cluster
 from static_consumer_lab.brokers.kafka_ops import committed_offsets, high_watermarks, metadata
 from static_consumer_lab.children.group import Group
@@ -80,7 +80,7 @@ def _spec_factory(
         return {**static_spec(bootstrap, group_id, [topic], name, **settings), **extra}
 
     def plain(name: str) -> dict[str, Any]:
-        config = consumer_config(
+        config = client_config(
             ConsumerSettings(bootstrap_servers=bootstrap, group_id=group_id, topics=(topic,), **settings),
             name,
         )

@@ -29,8 +29,8 @@ CHILD = r"""
 import json, sys, time
 started = time.monotonic()
 what, bootstrap, topic, group = sys.argv[1:5]
+from static_consumer._core.modes import client_config
 from static_consumer import ConsumerSettings
-from static_consumer.settings._config import consumer_config
 from static_consumer._kafka.probe import probe
 settings = ConsumerSettings(bootstrap_servers=bootstrap, group_id=group, topics=(topic,),
                             instance_id="options-0", session_timeout_ms=30000)
@@ -40,7 +40,7 @@ if what in ("kafka-python", "librdkafka"):
     print(json.dumps({"probe_s": time.monotonic() - built, "join_group": caps.join_group_max_version}))
     sys.exit(0)
 from confluent_kafka import Consumer
-config = dict(consumer_config(settings, "options-0"))
+config = dict(client_config(settings, "options-0"))
 if what == "serial":
     probe(settings)
     consumer = Consumer(config)

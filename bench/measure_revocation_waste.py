@@ -10,7 +10,7 @@ therefore as full as the fetch settings let it be), committing every batch synch
 processed offsets of revoked partitions in its revoke callback, as StaticConsumer does; once it has read
 a quarter of the topic, member B joins the group and takes half of the partitions; both read on until
 every record was handed out. Each member is a plain confluent-kafka consumer configured as StaticConsumer
-configures librdkafka (``consumer_config``), so librdkafka's statistics (``rxmsgs``: messages it fetched
+configures librdkafka (``client_config``), so librdkafka's statistics (``rxmsgs``: messages it fetched
 and queued, per partition) can be read. Once the topic is drained a member's queue is empty, so what it
 fetched minus what it handed out is what it threw away: the queued messages of revoked partitions, which
 librdkafka purges (their next owner fetches them again from the committed offset). Also checked: no
@@ -32,7 +32,7 @@ from _bench import machine, produce
 from confluent_kafka import Consumer, TopicPartition
 
 from static_consumer import ConsumerSettings
-from static_consumer.settings._config import consumer_config
+from static_consumer._core.modes import client_config
 from static_consumer_lab.brokers import create_topic, local_cluster
 
 PARTITIONS = 6
@@ -55,7 +55,7 @@ class Member:
         settings = ConsumerSettings(
             bootstrap_servers=bootstrap, group_id=group, topics=(topic,), protocol=protocol, librdkafka=extra
         )
-        config: dict[str, Any] = dict(consumer_config(settings, name))
+        config: dict[str, Any] = dict(client_config(settings, name))
         config.update({"statistics.interval.ms": 100, "stats_cb": self._stats})
         self.fetched: dict[int, int] = {}
         self.seen: set[tuple[int, int]] = set()

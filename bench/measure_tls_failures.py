@@ -10,7 +10,7 @@ records, per path:
 - ``kafka-python``: the raw exception of a KafkaAdminClient (what the probe and LeaveGroup use);
 - ``probe``: what :func:`static_consumer._kafka.probe.probe` raises (the consumer's first step);
 - ``librdkafka consumer``: the first error a raw confluent-kafka Consumer built from
-  ``consumer_config(settings)`` reports (error_cb or poll), with KafkaError code and name;
+  ``client_config(settings)`` reports (error_cb or poll), with KafkaError code and name;
 - ``StaticConsumer``: what ``start()`` + ``consume()`` raise when the probe is bypassed, i.e. how the
   consumer itself meets the failure (``consume()`` is called for at most ``--bound-s`` x 3);
 - ``describe``: what ``admin.members.describe_group`` raises (kafka-python path);
@@ -38,12 +38,13 @@ from typing import Any
 
 from static_consumer import ConsumerSettings, StaticConsumer
 from static_consumer._base.errors import StaticConsumerError
+from static_consumer._core.modes import client_config
 from static_consumer._kafka.capabilities import BrokerCapabilities
 from static_consumer._kafka.describe import describe_consumer_protocol
 from static_consumer._kafka.kafka_python import admin_client
 from static_consumer._kafka.probe import probe
 from static_consumer.admin.members import describe_group
-from static_consumer.settings._config import admin_config, consumer_config
+from static_consumer.settings._config import admin_config
 from static_consumer_lab.brokers import JvmKafkaCluster, create_topic, produce
 from static_consumer_lab.secure.certs import generate_pki
 from static_consumer_lab.secure.listeners import (
@@ -299,7 +300,7 @@ def main() -> None:
                 "kafka-python (KafkaAdminClient)": timed(lambda: kafka_python_raw(settings)),  # noqa: B023
                 "probe()": timed(lambda: probe(settings)),  # noqa: B023
                 "librdkafka Consumer (raw)": raw_librdkafka(
-                    consumer_config(settings, "measure-0"), 3 * bound, admin=False, topic=topic
+                    client_config(settings, "measure-0"), 3 * bound, admin=False, topic=topic
                 ),
                 "StaticConsumer (probe bypassed)": static_consumer(settings, caps, 3 * bound),
                 "describe_group() (kafka-python)": timed(lambda: describe_group(settings)),  # noqa: B023

@@ -63,6 +63,7 @@ from static_consumer import BrokerUnavailableError, ConsumerSettings, State, Sta
 from static_consumer._base.errors import EXIT_TEMPFAIL
 from static_consumer._core.confluent import ConfluentAdapter
 from static_consumer._core.seam import ConsumerAdapter
+from static_consumer._core.seams import Seams
 from static_consumer.settings._config import ConfigValue
 from static_consumer_lab.brokers import JvmKafkaCluster, create_topic
 from static_consumer_lab.brokers.containers import ContainerKafkaCluster
@@ -299,7 +300,7 @@ def test_unreachable_bootstrap_servers_fail_start_with_a_retriable_error_after_t
         built.append(_Watched(ConfluentAdapter(config)))
         return cast(ConsumerAdapter, built[-1])
 
-    consumer = StaticConsumer(settings, adapter_factory=watched)
+    consumer = StaticConsumer(settings, seams=Seams(adapter_factory=watched))
     began = time.monotonic()
     with pytest.raises(BrokerUnavailableError) as raised:
         consumer.start()

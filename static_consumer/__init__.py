@@ -48,8 +48,9 @@ from static_consumer._core.events import (
     Stalled,
     StandingBy,
 )
-from static_consumer._core.gate import StaticDecision, decide
+from static_consumer._core.gate import StaticDecision
 from static_consumer._core.identity import Identity, resolve_identity, validate_instance_id
+from static_consumer._core.modes import decide
 from static_consumer._core.shutdown import exit_code_for, install_sigterm_handler, run_until_sigterm
 from static_consumer._kafka.capabilities import BrokerCapabilities
 from static_consumer.settings import ConsumerSettings, OAuthBearerToken

@@ -26,6 +26,7 @@ from static_consumer._base.records import Record, RecordBatch, RecordList, Topic
 from static_consumer._core.consumer import StaticConsumer
 from static_consumer._core.events import FatalError, MembershipListener
 from static_consumer._core.seam import AdapterError, CommitResult, PollError, RebalanceCallback
+from static_consumer._core.seams import Seams
 from static_consumer._kafka.capabilities import BrokerCapabilities
 from static_consumer._kafka.groups import GroupDescription, GroupMember
 from static_consumer.settings import ConsumerSettings
@@ -427,8 +428,7 @@ def logged_consumer(
             settings,
             listeners=[fatal, log_listener],
             env={"POD_NAME": "orders-0"},
-            adapter_factory=factory,
-            probe=lambda _s: MODERN,
+            seams=Seams(adapter_factory=factory, probe=lambda _s, **_: MODERN),
         )
         with consumer:
             yield consumer, fatal

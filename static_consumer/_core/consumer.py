@@ -16,17 +16,15 @@ from __future__ import annotations
 import logging
 import os
 import threading
-import time
 import warnings
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from types import TracebackType
 
 from static_consumer._base.errors import ConsumerClosedError, StaticConsumerError
 from static_consumer._base.records import Record, RecordBatch, RecordList, TopicPartition
 from static_consumer._core import ownership
 from static_consumer._core.events import Closed, Dispatcher, MembershipListener
-from static_consumer._core.join import JoinPlan, Prober, probe_broker
-from static_consumer._core.membership import remove_static_member
+from static_consumer._core.join import JoinPlan
 from static_consumer._core.modes import mode_for
 from static_consumer._core.offsets import CommitFlight
 from static_consumer._core.ownership import Commitable
@@ -39,34 +37,20 @@ from static_consumer._core.poll import (
     handle_error,
     take_buffered,
 )
-from static_consumer._core.seam import ConsumerAdapter, GroupWatch, GroupWatchFactory, PollError
-from static_consumer._core.session import AdapterFactory, MemberRemover, Session, State, Status
+from static_consumer._core.seam import ConsumerAdapter, PollError
+from static_consumer._core.seams import DEFAULT_SEAMS, Seams
+from static_consumer._core.session import Session, State, Status
 from static_consumer._core.stall import guard
 from static_consumer.settings import ConsumerSettings
-from static_consumer.settings._config import ConfigValue
 
 log = logging.getLogger(__name__)
-
-
-def _open_group_watch(settings: ConsumerSettings) -> GroupWatch:
-    """The default group watch, for a refused KIP-848 join only: its module is loaded then."""
-    from static_consumer._core.rejoin import open_group_watch
-
-    return open_group_watch(settings)
-
-
-def _confluent_adapter(config: dict[str, ConfigValue]) -> ConsumerAdapter:
-    """The default adapter factory: librdkafka through confluent-kafka."""
-    from static_consumer._core.confluent import ConfluentAdapter
-
-    return ConfluentAdapter(config)
 
 
 class StaticConsumer:
     """A Kafka consumer with a stable ``group.instance.id``, fail-fast fencing and at-least-once commits.
 
-    ``env`` (default ``os.environ``, read once here) feeds identity resolution. ``adapter_factory``,
-    ``probe``, ``remove_member``, ``group_watch``, ``sleep`` and ``clock`` are seams for tests.
+    ``env`` (default ``os.environ``, read once here) feeds identity resolution. ``seams``: how the
+    consumer reaches Kafka and time (librdkafka, the broker calls, the clock), what unit tests replace.
     """
 
     def __init__(
@@ -75,26 +59,15 @@ class StaticConsumer:
         *,
         listeners: Sequence[MembershipListener] = (),
         env: Mapping[str, str] | None = None,
-        adapter_factory: AdapterFactory | None = None,
-        probe: Prober | None = None,
-        remove_member: MemberRemover | None = None,
-        group_watch: GroupWatchFactory | None = None,
-        sleep: Callable[[float], object] | None = None,
-        clock: Callable[[], float] = time.monotonic,
+        seams: Seams = DEFAULT_SEAMS,
     ) -> None:
-        stop = threading.Event()
         self._session = Session(
             settings,
             env=dict(os.environ if env is None else env),
             dispatch=Dispatcher(listeners),
             mode=mode_for(settings),
-            adapter_factory=adapter_factory or _confluent_adapter,
-            probe=probe or probe_broker,
-            remove_member=remove_member or remove_static_member,
-            group_watch=group_watch or _open_group_watch,
-            stop=stop,
-            sleep=sleep or stop.wait,  # interruptible by stop(), e.g. from a SIGTERM handler
-            clock=clock,
+            seams=seams,
+            stop=threading.Event(),
         )
 
     # -- lifecycle -----------------------------------------------------------------------------------
@@ -107,7 +80,7 @@ class StaticConsumer:
             return self
         try:
             # The client is built while the gate runs (Session.connect); it subscribes only in join().
-            s.plan = s.mode.plan(s.settings, s.env, s.probe, s.connect)
+            s.plan = s.mode.plan(s)
             s.mode.join(s)
         finally:
             s.drop_early()  # a gate that refused (or a plan with another config) leaves it unused
@@ -382,4 +355,4 @@ class StaticConsumer:
             )
 
 
-__all__ = ["AdapterFactory", "Commitable", "MemberRemover", "State", "StaticConsumer", "Status"]
+__all__ = ["Commitable", "Seams", "State", "StaticConsumer", "Status"]

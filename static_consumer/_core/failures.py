@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 
 from static_consumer._base.codes import ErrorKind, name_of
 from static_consumer._base.errors import (
@@ -70,8 +70,8 @@ def scrubbed(settings: ConsumerSettings, error: PollError) -> PollError:
 
 
 def die(session: Session, error: PollError) -> StaticConsumerError:
-    """End the session after a fatal error (FENCED or FAILED) and build the exception to raise."""
-    error = scrubbed(session.settings, error)
+    """End the session after a fatal error (FENCED or FAILED) and build the exception to raise.
+    ``error`` comes scrubbed (:func:`scrubbed`, where it entered the core)."""
     # A member closing was running (or joining) when close() began: what it hears is judged as then.
     fenced = is_fencing(error, after_join=session.state in (State.RUNNING, State.CLOSING))
     instance_id, group_id = session.instance_id, session.settings.group_id
@@ -84,8 +84,11 @@ def die(session: Session, error: PollError) -> StaticConsumerError:
             "sure only one replica uses this id (two pods with the same name, a copied Deployment, an "
             "old pod that is still running)."
         )
-    elif error.kind is ErrorKind.PROTOCOL_REFUSED:
-        exc = session.mode.refused(session, error)  # what the group refused depends on the protocol
+    elif error.kind is ErrorKind.PROTOCOL_REFUSED and session.mode.refusal is not None:
+        # Why the group refused this member's protocol is the mode's to say (a consumer that never joins
+        # has none: its refusals are fatal errors like any other).
+        protocol = str(session.plan.config.get("group.protocol")) if session.plan is not None else "?"
+        exc = protocol_mismatch_error(error, group_id=group_id, protocol=protocol, why=session.mode.refusal)
     elif error.kind is ErrorKind.AUTHORIZATION:
         code = error.cause if error.cause is not None else error.code
         doing = f"the consumer of group {group_id!r}"
@@ -117,13 +120,6 @@ def check_token(session: Session) -> None:
     log.error("%s", exc)
     session.dispatch.emit(FatalError(**session.event_fields(), error=str(exc)))
     raise exc
-
-
-def recover_or_die(session: Session, error: PollError, handle: Callable[[PollError], object]) -> None:
-    """After a fatal ``error``: return when the mode recovered by replacing the client (a held instance
-    id, a classic client that lost its own session), else end the session and raise."""
-    if not session.mode.recover(session, error, handle):
-        raise die(session, error)
 
 
 def unreleased_error(
@@ -193,7 +189,6 @@ __all__ = [
     "is_fencing",
     "is_transient",
     "protocol_mismatch_error",
-    "recover_or_die",
     "scrubbed",
     "unreleased_error",
 ]

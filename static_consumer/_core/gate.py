@@ -1,7 +1,8 @@
 """The capability gate: whether this consumer runs as a static member on this broker. Pure.
 
-:func:`decide` turns the broker's ApiVersions and group configs (``static_consumer._kafka.capabilities``,
-read by ``static_consumer._kafka.probe``) plus the settings into a :class:`StaticDecision`, or raises a
+Each group mode's ``decide`` (``_core/membership.py``) turns the broker's ApiVersions and group configs
+(``static_consumer._kafka.capabilities``, read by ``static_consumer._kafka.probe``) plus the settings into
+a :class:`StaticDecision` through :func:`classic` or :func:`consumer`, or raises a
 :class:`~static_consumer._base.errors.CapabilityError` when joining would fail anyway.
 """
 
@@ -13,8 +14,8 @@ from static_consumer._base.errors import (
     CapabilityError,
     ConfigurationError,
     SessionTimeoutOutOfBoundsError,
-    StaticMembershipUnsupportedError,
 )
+from static_consumer._core.policy import MembershipPolicy
 from static_consumer._kafka.capabilities import (
     CONSUMER_GROUP_HEARTBEAT,
     STATIC_JOIN_GROUP_VERSION,
@@ -32,19 +33,17 @@ class StaticDecision:
     warnings: tuple[str, ...] = ()
 
 
-def decide(settings: ConsumerSettings, caps: BrokerCapabilities) -> StaticDecision:
-    """Apply ``settings.static_policy`` to the broker's capabilities.
+def classic(settings: ConsumerSettings, caps: BrokerCapabilities) -> StaticDecision:
+    """The gate of a classic-protocol member (``ClassicMode.decide``): the broker's session bounds first
+    (a JoinGroup outside them is refused whether static or not), then JoinGroup v5 for an instance id.
 
-    Raises CapabilityError when the join would fail whatever the policy (protocol='consumer' on a broker
-    without KIP-848, a session timeout outside the broker's bounds), and StaticMembershipUnsupportedError
-    under policy 'require' when the broker cannot do static membership. Raises ConfigurationError when
-    ``release_max_wait_s`` is below the group's session + ``release_margin_s`` (protocol='consumer').
+    Raises SessionTimeoutOutOfBoundsError for a session timeout outside the broker's bounds, and
+    StaticMembershipUnsupportedError under ``static_policy='require'`` on a broker without JoinGroup v5.
     """
-    if settings.protocol == "consumer":
-        return _decide_consumer_protocol(settings, caps)
+    policy = MembershipPolicy.of(settings)
     warnings = _check_session_bounds(settings, caps)
-    if settings.static_policy == "dynamic":
-        return StaticDecision(False, ("static_policy='dynamic'",), tuple(warnings))
+    if not policy.static:
+        return StaticDecision(False, (policy.why_dynamic,), tuple(warnings))
     if not caps.supports_classic_static:
         max_version = caps.join_group_max_version
         lacks = (
@@ -52,14 +51,8 @@ def decide(settings: ConsumerSettings, caps: BrokerCapabilities) -> StaticDecisi
             if max_version is not None
             else "the JoinGroup API (api key 11) entirely"
         )
-        if settings.static_policy == "require":
-            raise StaticMembershipUnsupportedError(
-                f"static membership needs {lacks}{_version_note(caps)}: upgrade the brokers to Kafka 2.3 or "
-                "later, or set static_policy='warn' (fall back to dynamic) or 'dynamic'"
-            )
-        warnings.append(
-            f"broker lacks {lacks}: running as a dynamic member, so every restart triggers a rebalance"
-        )
+        upgrade = "upgrade the brokers to Kafka 2.3 or later"
+        warnings.append(policy.unsupported(lacks, _version_note(caps), upgrade))
         return StaticDecision(False, (f"broker lacks {lacks}",), tuple(warnings))
     reason = f"JoinGroup v{caps.join_group_max_version} >= v{STATIC_JOIN_GROUP_VERSION}"
     fix = "raise session_timeout_ms above the restart time"
@@ -67,15 +60,21 @@ def decide(settings: ConsumerSettings, caps: BrokerCapabilities) -> StaticDecisi
     return StaticDecision(True, (reason,), tuple(warnings))
 
 
-def _decide_consumer_protocol(settings: ConsumerSettings, caps: BrokerCapabilities) -> StaticDecision:
+def consumer(settings: ConsumerSettings, caps: BrokerCapabilities) -> StaticDecision:
+    """The gate of a consumer-protocol (KIP-848) member (``ConsumerMode.decide``).
+
+    Raises CapabilityError on a broker without ConsumerGroupHeartbeat (no member of any kind can join,
+    so no policy helps), and ConfigurationError when ``release_max_wait_s`` is below the group's session
+    + ``release_margin_s``.
+    """
     if not caps.supports_consumer_protocol:
-        # Not a static-membership problem: no member of any kind can join, so no policy can help.
         raise CapabilityError(
             f"protocol='consumer' needs ConsumerGroupHeartbeat (api key {CONSUMER_GROUP_HEARTBEAT}, "
             f"Kafka 4.0+), which the broker does not offer{_version_note(caps)}; set protocol='classic'"
         )
-    if settings.static_policy == "dynamic":
-        return StaticDecision(False, ("static_policy='dynamic'",))
+    policy = MembershipPolicy.of(settings)
+    if not policy.static:
+        return StaticDecision(False, (policy.why_dynamic,))
     warnings: list[str] = []
     timeout = caps.consumer_session_timeout_ms
     if timeout is None:
@@ -168,6 +167,7 @@ def _version_note(caps: BrokerCapabilities) -> str:
 
 __all__ = [
     "StaticDecision",
-    "decide",
+    "classic",
+    "consumer",
     "session_out_of_bounds",
 ]

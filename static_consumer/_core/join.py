@@ -1,11 +1,11 @@
-"""Joining: from settings to a join plan (identity, capability gate, static decision, client config),
-the client built from it, and what the coordinator still holds for this instance id.
+"""Joining: what every join plan starts from (the local checks, then the broker's capabilities), the
+plan itself, the client built from it, and what the coordinator still holds for this instance id.
 
-The mode makes the plan (``Mode.plan``): a group member through :func:`plan_membership`, an ordinal
-consumer its own way; both start from :func:`prepare`. The client of the likely plan is built while the
-gate asks the broker (``connect``: librdkafka connects and reads the cluster's metadata meanwhile), but
-nothing subscribes or assigns before the plan is made, so a consumer that cannot be static (under policy
-'require') never joins the group at all, and never sends a JoinGroup with an instance id.
+The mode makes the plan (``Mode.plan``: ``_core/membership.py`` for a group member, ``_core/ordinal.py``
+for an ordinal consumer); both start from :func:`prepare`. The client of the likely plan is built while
+the gate asks the broker (``Session.connect``: librdkafka connects and reads the cluster's metadata
+meanwhile), but nothing subscribes or assigns before the plan is made, so a consumer that cannot be static
+(under policy 'require') never joins the group at all, and never sends a JoinGroup with an instance id.
 """
 
 from __future__ import annotations
@@ -22,30 +22,20 @@ from static_consumer._base.errors import (
     StaticConsumerError,
 )
 from static_consumer._core.events import HeldAssignment
-from static_consumer._core.gate import StaticDecision, decide
+from static_consumer._core.gate import StaticDecision
 from static_consumer._core.identity import Identity, resolve_identity
 from static_consumer._core.seam import AdapterError, ConsumerAdapter, PollError
+from static_consumer._core.seams import Prober
 from static_consumer._kafka.capabilities import BrokerCapabilities
 from static_consumer._security.oauth import first_token, token_error, token_source
 from static_consumer._security.secrets import scrub_for
 from static_consumer._security.tls import check_tls_files
 from static_consumer.settings import ConsumerSettings
-from static_consumer.settings._config import ConfigValue, consumer_config
+from static_consumer.settings._config import ConfigValue
 
 log = logging.getLogger(__name__)
 
-Prober = Callable[[ConsumerSettings], BrokerCapabilities]
-# Builds the client for a config the plan will most likely end with, before the probe (Session.connect).
-Connect = Callable[[dict[str, ConfigValue]], object]
 HeldLookup = Callable[[], HeldAssignment | None]
-
-
-def probe_broker(settings: ConsumerSettings) -> BrokerCapabilities:
-    """The default :data:`Prober`: ApiVersions and group configs through kafka-python, imported here
-    and not before, so a process that never starts a consumer never loads it."""
-    from static_consumer._kafka.probe import probe
-
-    return probe(settings)
 
 
 @dataclass(frozen=True)
@@ -70,15 +60,16 @@ def prepare(
     probe: Prober,
     *,
     identity_optional: bool,
-    likely: Callable[[Identity | None], dict[str, ConfigValue]] | None = None,
-    connect: Connect | None = None,
+    group_overrides: bool = False,
+    early: Callable[[Identity | None], object] | None = None,
 ) -> tuple[Identity | None, BrokerCapabilities]:
-    """What every join plan starts from: :func:`check_locally`, then the broker's capabilities. With
-    ``connect``, the client of the ``likely`` config is built before the probe runs."""
+    """What every join plan starts from: :func:`check_locally`, then the broker's capabilities
+    (``group_overrides``: the group's own KIP-848 settings too). ``early`` runs between the two, with the
+    identity: it builds the client of the likely plan while the probe runs (``Session.connect``)."""
     identity = check_locally(settings, env, identity_optional=identity_optional)
-    if connect is not None and likely is not None:
-        connect(likely(identity))
-    return identity, probe(settings)
+    if early is not None:
+        early(identity)
+    return identity, probe(settings, group_overrides=group_overrides)
 
 
 def check_locally(
@@ -92,34 +83,6 @@ def check_locally(
     identity = _identity(settings, env, optional=identity_optional)
     check_tls_files(settings)  # a bad key or CA file fails here, named, before any client connects
     return identity
-
-
-def plan_membership(
-    settings: ConsumerSettings, env: Mapping[str, str], probe: Prober, connect: Connect | None = None
-) -> JoinPlan:
-    """The plan of a group member: the capability gate's static decision and the client config with (or
-    without) the instance id. Logs the gate's warnings. ``connect`` builds the client of the likely
-    plan (static when the pod has an identity and the policy allows it) while the gate runs."""
-
-    def likely(identity: Identity | None) -> dict[str, ConfigValue]:
-        static = identity is not None and settings.static_policy != "dynamic"
-        return consumer_config(settings, identity.instance_id if static and identity else None)
-
-    # A dynamic member needs no instance id.
-    optional = settings.static_policy == "dynamic"
-    identity, caps = prepare(settings, env, probe, identity_optional=optional, likely=likely, connect=connect)
-    decision = decide(settings, caps)
-    for warning in decision.warnings:
-        log.warning("%s", warning)
-    instance_id = identity.instance_id if decision.static and identity is not None else None
-    log.info(
-        "joining group %r as %s (protocol=%s; %s)",
-        settings.group_id,
-        f"static member {instance_id!r}" if instance_id else "a dynamic member",
-        settings.protocol,
-        "; ".join(decision.reasons),
-    )
-    return JoinPlan(identity, caps, decision, consumer_config(settings, instance_id))
 
 
 def build_client(
@@ -205,13 +168,10 @@ def _ask(settings: ConsumerSettings, instance_id: str) -> HeldAssignment | None:
 
 
 __all__ = [
-    "Connect",
     "HeldLookup",
     "JoinPlan",
-    "Prober",
     "build_client",
+    "check_locally",
     "held_lookup",
-    "plan_membership",
     "prepare",
-    "probe_broker",
 ]

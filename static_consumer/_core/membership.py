@@ -1,6 +1,7 @@
 """Group membership: the :class:`~static_consumer._core.session.Mode` of a member of its group, one class
 per group protocol. Everything the classic and the consumer (KIP-848) protocol do differently for a
-member is here, and only here: the session the stall guard measures against, how a lost client is
+member is here, and only here: the client keys of the protocol, what the broker is asked and the gate
+that decides from its answer, the session the stall guard measures against, how a lost client is
 recovered, how the member leaves, and what a refused protocol means.
 
 Leaving at once (scale-down) takes a different path per group protocol (observed with librdkafka 2.16 on
@@ -15,28 +16,34 @@ Kafka 4.3), because a static member's ``close()`` deliberately sends no LeaveGro
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from functools import partial
 from typing import ClassVar
 
 from static_consumer._base.codes import ErrorKind
 from static_consumer._base.errors import StaticConsumerError
 from static_consumer._base.records import Record, TopicPartition
-from static_consumer._core import ownership
+from static_consumer._core import gate, ownership
 from static_consumer._core.events import Joining
-from static_consumer._core.failures import commit_error, protocol_mismatch_error
-from static_consumer._core.join import Connect, JoinPlan, Prober, held_lookup, plan_membership
+from static_consumer._core.failures import commit_error
+from static_consumer._core.gate import StaticDecision
+from static_consumer._core.identity import Identity
+from static_consumer._core.join import JoinPlan, held_lookup, prepare
+from static_consumer._core.policy import MembershipPolicy
 from static_consumer._core.seam import AdapterError, ConsumerAdapter, PollError, close_bounded
 from static_consumer._core.session import Session, State
 from static_consumer._core.stall import UNKNOWN_SESSION_MS, threshold_s
 from static_consumer._core.standby import TRY_S, standing_by
 from static_consumer._core.topics import TopicWatch
+from static_consumer._kafka.capabilities import BrokerCapabilities
 from static_consumer.settings import ConsumerSettings
+from static_consumer.settings._config import ConfigValue, consumer_config
 
 log = logging.getLogger(__name__)
 
 LEAVE_POLLS = 40
 LEAVE_POLL_S = 0.05  # serve the revoke of unsubscribe() for at most LEAVE_POLLS * LEAVE_POLL_S = 2 s
+LIBRDKAFKA_HEARTBEAT_MS = 3000  # librdkafka's heartbeat.interval.ms, unless the session is too short for it
 
 
 class GroupMode:
@@ -45,18 +52,62 @@ class GroupMode:
 
     protocol: ClassVar[str]
     refusal: ClassVar[str]  # why a group refuses a member of this protocol, and what to change
+    group_overrides: ClassVar[bool] = False  # whether the probe reads the group's own session settings
+    one_process_per_pod: ClassVar[bool] = False
 
     def __init__(self) -> None:
         self.topics: TopicWatch | None = None  # from the first join on, across client replacements
 
-    def plan(
-        self,
-        settings: ConsumerSettings,
-        env: Mapping[str, str],
-        probe: Prober,
-        connect: Connect | None = None,
-    ) -> JoinPlan:
-        return plan_membership(settings, env, probe, connect)
+    def group_config(self, settings: ConsumerSettings) -> dict[str, ConfigValue]:
+        """The client keys of this group protocol."""
+        raise NotImplementedError
+
+    def client_config(self, settings: ConsumerSettings, instance_id: str | None) -> dict[str, ConfigValue]:
+        """The consumer's librdkafka config for ``instance_id`` (None: a dynamic member)."""
+        return consumer_config(settings, instance_id, self.group_config(settings))
+
+    def decide(self, settings: ConsumerSettings, caps: BrokerCapabilities) -> StaticDecision:
+        """The capability gate of this protocol (``_core/gate.py``)."""
+        raise NotImplementedError
+
+    def plan(self, session: Session) -> JoinPlan:
+        """The gate's static decision and the client config with (or without) the instance id. Logs the
+        gate's warnings. The client of the likely plan (static when the pod has an identity and the
+        policy allows it) is built while the gate asks the broker, and kept when the gate agrees."""
+        settings = session.settings
+        policy = MembershipPolicy.of(settings)
+        likely: list[tuple[bool, dict[str, ConfigValue]]] = []
+
+        def early(identity: Identity | None) -> None:
+            static = identity is not None and policy.static
+            config = self.client_config(settings, identity.instance_id if identity and static else None)
+            likely.append((static, config))
+            session.connect(config)
+
+        identity, caps = prepare(
+            settings,
+            session.env,
+            session.probe,
+            identity_optional=not policy.static,  # a dynamic member needs no instance id
+            group_overrides=self.group_overrides,
+            early=early,
+        )
+        decision = self.decide(settings, caps)
+        for warning in decision.warnings:
+            log.warning("%s", warning)
+        static = decision.static and identity is not None
+        instance_id = identity.instance_id if static and identity is not None else None
+        log.info(
+            "joining group %r as %s (protocol=%s; %s)",
+            settings.group_id,
+            f"static member {instance_id!r}" if instance_id else "a dynamic member",
+            self.protocol,
+            "; ".join(decision.reasons),
+        )
+        # The config of the early client when the gate agreed with the likely plan (the usual case).
+        agreed = likely and likely[0][0] == static
+        config = likely[0][1] if agreed else self.client_config(settings, instance_id)
+        return JoinPlan(identity, caps, decision, config)
 
     def join(self, session: Session) -> None:
         if self.topics is None:
@@ -90,12 +141,8 @@ class GroupMode:
         if self.topics is not None:
             self.topics.check(session, adapter)  # a subscription to a missing topic must not run forever
 
-    def recover(self, session: Session, error: PollError, handle: Callable[[PollError], object]) -> bool:
+    def recover(self, session: Session, error: PollError) -> bool:
         return False
-
-    def refused(self, session: Session, error: PollError) -> StaticConsumerError:
-        group_id = session.settings.group_id
-        return protocol_mismatch_error(error, group_id=group_id, protocol=self.protocol, why=self.refusal)
 
     def _replace_client(self, session: Session) -> ConsumerAdapter:
         old, session.adapter = session.adapter, None
@@ -138,21 +185,31 @@ class ClassicMode(GroupMode):
         "protocol='classic'), or the members share no assignor with this one"
     )
 
+    def group_config(self, settings: ConsumerSettings) -> dict[str, ConfigValue]:
+        return {
+            "group.protocol": "classic",
+            "partition.assignment.strategy": settings.assignment_strategy,
+            "session.timeout.ms": settings.session_timeout_ms,
+            "heartbeat.interval.ms": settings.heartbeat_interval_ms
+            or max(1, min(LIBRDKAFKA_HEARTBEAT_MS, settings.session_timeout_ms // 3)),
+        }
+
+    def decide(self, settings: ConsumerSettings, caps: BrokerCapabilities) -> StaticDecision:
+        return gate.classic(settings, caps)
+
     def session_timing(self, session: Session) -> tuple[float, int | None]:
         assert session.plan is not None  # a member joins after its plan exists
         heartbeat = session.plan.config.get("heartbeat.interval.ms")
         return session.settings.session_timeout_ms, heartbeat if isinstance(heartbeat, int) else None
 
-    def recover(self, session: Session, error: PollError, handle: Callable[[PollError], object]) -> bool:
+    def recover(self, session: Session, error: PollError) -> bool:
         if session.instance_id is None or error.kind is not ErrorKind.FENCED:
             return False
         if not self._fenced_by_itself(session):
             # A live process took the id: under duplicate_policy='wait' this one stands by instead of
             # exiting, since a restarted pod would take the id back and fence the other (standby.py).
             # No join while the id is listed: a classic join takes the id from a live holder.
-            return standing_by(
-                session, error, partial(self._replace_client, session), handle, try_every_s=None
-            )
+            return standing_by(session, error, partial(self._replace_client, session), try_every_s=None)
         self._rejoin_after_lost_session(session, error)
         return True
 
@@ -209,6 +266,16 @@ class ConsumerMode(GroupMode):
         "'bidirectional' on every broker, or migrate offline: stop every member, then start them with "
         "protocol='consumer'"
     )
+    group_overrides = True  # the session of a KIP-848 group may be the group's own override
+
+    def group_config(self, settings: ConsumerSettings) -> dict[str, ConfigValue]:
+        keys: dict[str, ConfigValue] = {"group.protocol": "consumer"}
+        if settings.remote_assignor is not None:
+            keys["group.remote.assignor"] = settings.remote_assignor
+        return keys
+
+    def decide(self, settings: ConsumerSettings, caps: BrokerCapabilities) -> StaticDecision:
+        return gate.consumer(settings, caps)
 
     def session_timing(self, session: Session) -> tuple[float, int | None]:
         assert session.plan is not None  # a member joins after its plan exists
@@ -216,7 +283,7 @@ class ConsumerMode(GroupMode):
         # know the heartbeat interval the broker hands out.
         return session.plan.capabilities.consumer_session_timeout_ms or UNKNOWN_SESSION_MS, None
 
-    def recover(self, session: Session, error: PollError, handle: Callable[[PollError], object]) -> bool:
+    def recover(self, session: Session, error: PollError) -> bool:
         if session.instance_id is None or error.kind is not ErrorKind.UNRELEASED:
             return False
         if session.state not in (State.JOINING, State.REJOINING):
@@ -224,12 +291,10 @@ class ConsumerMode(GroupMode):
             # refusal means that another process took the id while this one was away, which is fencing
             # (or, under duplicate_policy='wait', standing by until that process is gone; a KIP-848 join
             # the broker refuses is harmless, so it is tried every TRY_S too).
-            return standing_by(
-                session, error, partial(self._replace_client, session), handle, try_every_s=TRY_S
-            )
+            return standing_by(session, error, partial(self._replace_client, session), try_every_s=TRY_S)
         from static_consumer._core.rejoin import wait_for_release  # only a refused join waits: loaded then
 
-        wait_for_release(session, error, partial(self._replace_client, session), handle)
+        wait_for_release(session, error, partial(self._replace_client, session))
         return True
 
     def after_close(self, session: Session) -> bool:
@@ -244,19 +309,11 @@ class ConsumerMode(GroupMode):
         return True
 
 
-def remove_static_member(settings: ConsumerSettings, instance_id: str) -> bool:
-    """The default member remover: an admin LeaveGroup by instance id (``static_consumer._kafka.members``),
-    imported only when a consumer-protocol member leaves its group."""
-    from static_consumer._kafka.members import remove_static_member as remove
-
-    return remove(settings, instance_id)
-
-
 __all__ = [
     "LEAVE_POLLS",
     "LEAVE_POLL_S",
     "ClassicMode",
     "ConsumerMode",
     "GroupMode",
-    "remove_static_member",
+    "LIBRDKAFKA_HEARTBEAT_MS",
 ]

@@ -38,16 +38,16 @@ from static_consumer._base.errors import (
 from static_consumer._base.records import TopicPartition
 from static_consumer._base.retry import RetryPolicy
 from static_consumer._core import ownership
-from static_consumer._core.failures import commit_error, fatal_error, is_transient
+from static_consumer._core.failures import commit_error, is_transient
 from static_consumer._core.gate import StaticDecision
 from static_consumer._core.identity import Identity, ordinal_of
-from static_consumer._core.join import Connect, JoinPlan, Prober, prepare
+from static_consumer._core.join import JoinPlan, prepare
+from static_consumer._core.membership import GroupMode
 from static_consumer._core.seam import AdapterError, ConsumerAdapter, PollError, close_bounded
 from static_consumer._core.session import Session, State
 from static_consumer._core.topics import TopicWatch
 from static_consumer._kafka.acls import authorization_error
 from static_consumer.settings import ConsumerSettings
-from static_consumer.settings._config import consumer_config
 
 log = logging.getLogger(__name__)
 
@@ -221,24 +221,27 @@ class OrdinalMode:
     """:class:`~static_consumer._core.session.Mode` for ``assignment_mode='ordinal'``: assign this pod's
     slice, never join, never leave (there is no membership to leave)."""
 
-    def __init__(self) -> None:
+    one_process_per_pod = True  # slices are planned per StatefulSet ordinal, not per worker
+    refusal = None  # never joins: no group refuses it
+
+    def __init__(self, group: GroupMode) -> None:
+        self.group = group  # the group protocol's client keys (the consumer commits under group.id)
         self.assignment: OrdinalAssignment | None = None
         self.topics: TopicWatch | None = None
 
-    def plan(
-        self,
-        settings: ConsumerSettings,
-        env: Mapping[str, str],
-        probe: Prober,
-        connect: Connect | None = None,
-    ) -> JoinPlan:
+    def plan(self, session: Session) -> JoinPlan:
         """No group membership at all, so nothing static to decide and no session bounds to check. No
         group.instance.id either: an OffsetCommit carrying one is fenced (fatally) whenever a member with
         that id is in the group, and a non-member has no use for it. The pod name must give an ordinal.
-        The config is known before the probe, so ``connect`` builds its client while the probe runs."""
-        config = consumer_config(settings, None)
+        The config is known before the probe, so its client is built while the probe runs."""
+        settings = session.settings
+        config = self.group.client_config(settings, None)
         identity, caps = prepare(
-            settings, env, probe, identity_optional=False, likely=lambda _identity: config, connect=connect
+            settings,
+            session.env,
+            session.probe,
+            identity_optional=False,
+            early=lambda _identity: session.connect(config),
         )
         decision = StaticDecision(False, ("assignment_mode='ordinal': manual assignment, no group join",))
         log.info("consuming for group %r by ordinal, without joining it", settings.group_id)
@@ -266,13 +269,8 @@ class OrdinalMode:
         if self.assignment is not None:
             self.assignment.refresh(adapter)  # picks up partitions added to the topics
 
-    def recover(self, session: Session, error: PollError, handle: Callable[[PollError], object]) -> bool:
+    def recover(self, session: Session, error: PollError) -> bool:
         return False  # nothing to rejoin: the pod never joined
-
-    def refused(self, session: Session, error: PollError) -> StaticConsumerError:
-        # A pod that never joins sends no JoinGroup or heartbeat for a group to refuse: like any other
-        # fatal error.
-        return fatal_error(error, group_id=session.settings.group_id)
 
     def close(self, session: Session, adapter: ConsumerAdapter, *, leave: bool, timeout_s: float) -> bool:
         close_bounded(adapter, timeout_s, log)

@@ -41,7 +41,7 @@ from static_consumer._base.codes import name_of
 from static_consumer._base.errors import CommitFailedError, StaticConsumerError
 from static_consumer._base.records import Record, RecordBatch, RecordList, TopicPartition
 from static_consumer._core.events import Assigned, CommitRefused, Lost, Revoked
-from static_consumer._core.failures import ends_session, recover_or_die, scrubbed
+from static_consumer._core.failures import die, ends_session, scrubbed
 from static_consumer._core.seam import AdapterError, ConsumerAdapter, PollError
 from static_consumer._core.session import Session, State
 
@@ -248,7 +248,7 @@ def pump(session: Session) -> None:
     if flight.failed is not None:
         error, offsets = flight.failed
         flight.failed = None
-        recover_or_die(session, error, _no_other_errors)
+        _recover_or_die(session, error)
         # The client was replaced (it had lost its own session): the next commit() says it was refused.
         flight.refusal = _refusal(session, error, offsets)
 
@@ -271,7 +271,7 @@ def _raise_failure(session: Session, error: PollError, offsets: Mapping[TopicPar
         # Raises unless the client was replaced (it had lost its own session): then the partitions
         # were reported lost and this commit is simply refused. A missing ACL (revoked while the
         # consumer ran) ends the session too: every later commit would be refused the same way.
-        recover_or_die(session, error, _no_other_errors)
+        _recover_or_die(session, scrubbed(session.settings, error))
     raise _refusal(session, error, offsets) from None
 
 
@@ -338,8 +338,11 @@ def _forget(session: Session, partitions: Sequence[TopicPartition], *, lost: boo
         session.buffer.extend(kept)
 
 
-def _no_other_errors(error: PollError) -> None:
-    log.warning("kafka error %s while replacing the client: %s", error.name, error.reason)
+def _recover_or_die(session: Session, error: PollError) -> None:
+    """A commit met a failure that ends the session: return when the mode recovered by replacing the
+    client (a classic client that had lost its own session), else end the session and raise."""
+    if not session.mode.recover(session, error):
+        raise die(session, error)
 
 
 def _names(partitions: Sequence[TopicPartition]) -> str:

@@ -14,7 +14,7 @@ import math
 
 from static_consumer._base.codes import ErrorKind
 from static_consumer._base.records import Record, RecordBatch
-from static_consumer._core.failures import check_token, ends_session, recover_or_die, scrubbed
+from static_consumer._core.failures import check_token, die, ends_session, scrubbed
 from static_consumer._core.ownership import pump, settle
 from static_consumer._core.seam import ConsumerAdapter, PollError
 from static_consumer._core.session import Session
@@ -80,13 +80,21 @@ def after_client_call(session: Session, adapter: ConsumerAdapter) -> None:
 
 
 def handle_error(session: Session, error: PollError) -> bool:
-    """Log a non-fatal error; raise for a fatal one. True when the mode replaced the client."""
+    """Log a non-fatal error; raise for a fatal one. True when the mode replaced the client.
+
+    The client's text is scrubbed here, where a client error enters the core from the poll path: what
+    it says can reach a log record, an exception or an event. A fatal error ends the session unless the
+    mode recovers by replacing the client (a held instance id under KIP-848, a classic client that lost
+    its own session, a live duplicate under ``duplicate_policy='wait'``): FENCED_INSTANCE_ID becomes
+    FencedInstanceError in ``failures.die``.
+    """
     error = scrubbed(session.settings, error)
     if ends_session(error):
         # A refused protocol, a missing ACL and a refused session timeout are not fatal to librdkafka,
         # which sends the refused request again forever; nothing changes by waiting, so they end the
         # session too (with the error that says what to change).
-        recover_or_die(session, error, lambda e: handle_error(session, e))
+        if not session.mode.recover(session, error):
+            raise die(session, error)
         return True
     if error.kind is ErrorKind.MAX_POLL_EXCEEDED:
         log.warning(

@@ -51,10 +51,11 @@ from static_consumer._base.errors import (
 )
 from static_consumer._base.records import TopicPartition
 from static_consumer._core.events import Fenced
-from static_consumer._core.failures import scrubbed, unreleased_error
+from static_consumer._core.failures import unreleased_error
+from static_consumer._core.policy import MembershipPolicy
 from static_consumer._core.seam import ConsumerAdapter, GroupWatch, PollError
 from static_consumer._core.session import Session, State
-from static_consumer._core.standby import TRY_S, join_attempt, stand_by
+from static_consumer._core.standby import TRY_S, join_attempt, joined_again, stand_by
 from static_consumer._kafka.capabilities import BrokerCapabilities
 from static_consumer._kafka.groups import GroupMember
 from static_consumer.settings import ConsumerSettings
@@ -68,13 +69,6 @@ KAFKA_HEARTBEAT_INTERVAL_MS = 5000  # Kafka's default group.consumer.heartbeat.i
 LOOK_S = 0.25  # between looks at the group: the release is seen this soon after the expiry
 PROOF_S = 1.0  # at most one OffsetFetch per second for the proof of life
 BLIND_ATTEMPT_S = 5.0  # a join every 5 s while the group cannot be described
-
-
-def open_group_watch(settings: ConsumerSettings) -> GroupWatch:
-    """The default ``GroupWatchFactory`` (``seam``): one confluent-kafka AdminClient, imported only now."""
-    from static_consumer._kafka.watch import ConfluentGroupWatch
-
-    return ConfluentGroupWatch(settings)
 
 
 @dataclass(frozen=True)
@@ -147,15 +141,14 @@ def wait_for_release(
     session: Session,
     first: PollError,
     rejoin: Callable[[], ConsumerAdapter],
-    handle: Callable[[PollError], object],
 ) -> None:
     """Watch the group until the holder of this instance id is gone, then join with a new client
     (``rejoin``). Raises FencedInstanceError for a proven duplicate and UnreleasedInstanceIdError when
     the holder outlives its session or the wait its bound, unless a stop was requested meanwhile (then
     the session just ends FAILED).
 
-    Records that arrive while a join is watched are kept in the session's buffer; ``handle`` deals with
-    any other error the watched client reports (raising if it is fatal).
+    Records that arrive while a join is watched are kept in the session's buffer; any other error the
+    watched client reports is handled as on the poll path (raised if it is fatal).
     """
     settings, instance_id = session.settings, session.instance_id
     assert instance_id is not None  # only static members wait
@@ -180,9 +173,10 @@ def wait_for_release(
             budget.session_s,
             budget.heartbeat_s,
         )
-        attempt = join_attempt(session, rejoin, handle, seen.refused)
+        attempt = join_attempt(session, rejoin, seen.refused)
         alive = _watch(session, watch, budget, seen, attempt, first)
-        if alive is not None and (session.settings.duplicate_policy != "wait" or session.stop.is_set()):
+        stands_by = MembershipPolicy.of(settings).stands_by
+        if alive is not None and (not stands_by or session.stop.is_set()):
             raise alive
     except StaticConsumerError as exc:
         _end(session, exc)
@@ -195,16 +189,7 @@ def wait_for_release(
     if alive is not None:  # a live holder, under duplicate_policy='wait': stand by until it is gone
         stand_by(session, str(alive), attempt, try_every_s=TRY_S)  # a KIP-848 join refused is harmless
         return
-    if session.state is State.REJOINING:
-        session.move(State.JOINING)
-    log.info(
-        "group.instance.id %r was released; joined group %r after %.1fs (%d refused joins, %d looks)",
-        instance_id,
-        settings.group_id,
-        session.clock() - started,
-        seen.refusals,
-        seen.looks,
-    )
+    joined_again(session, "was released", started, f"{seen.refusals} refused joins, {seen.looks} looks")
 
 
 def _watch(
@@ -229,7 +214,6 @@ def _watch(
     next_blind = started + BLIND_ATTEMPT_S
     while True:
         if session.stop.is_set():
-            first = scrubbed(session.settings, first)
             raise unreleased_error(first, group_id=session.settings.group_id, instance_id=instance_id)
         asked = clock()  # a holder listed in the answer was listed at some time after this
         look = watch.look()
@@ -330,7 +314,6 @@ def _not_released(session: Session, budget: ReleaseBudget) -> UnreleasedInstance
 
 __all__ = [
     "ReleaseBudget",
-    "open_group_watch",
     "release_budget",
     "wait_for_release",
 ]

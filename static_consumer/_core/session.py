@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import logging
 import threading
-import time
 from collections import deque
 from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -21,17 +20,15 @@ from typing import TYPE_CHECKING, Any, Protocol
 from static_consumer._base.errors import StaticConsumerError
 from static_consumer._base.records import Record, TopicPartition
 from static_consumer._core.events import Dispatcher
-from static_consumer._core.join import Connect, JoinPlan, Prober, build_client
+from static_consumer._core.join import JoinPlan, build_client
 from static_consumer._core.offsets import CommitFlight, OffsetTracker
-from static_consumer._core.seam import ConsumerAdapter, GroupWatchFactory, PollError, close_bounded
+from static_consumer._core.seam import ConsumerAdapter, PollError, close_bounded
+from static_consumer._core.seams import Seams
 from static_consumer._security.oauth import TokenSource, token_source
 from static_consumer.settings import ConsumerSettings
 
 if TYPE_CHECKING:
     from static_consumer.settings._config import ConfigValue
-
-AdapterFactory = Callable[[dict[str, "ConfigValue"]], ConsumerAdapter]
-MemberRemover = Callable[[ConsumerSettings, str], bool]
 
 
 class State(Enum):
@@ -189,15 +186,20 @@ class Mode(Protocol):
     ``ordinal.OrdinalMode`` implement it, ``modes.mode_for`` picks one. The consumer and the phases call
     it and never ask which one they have."""
 
-    def plan(
-        self,
-        settings: ConsumerSettings,
-        env: Mapping[str, str],
-        probe: Prober,
-        connect: Connect | None = None,
-    ) -> JoinPlan:
+    @property
+    def refusal(self) -> str | None:
+        """Why a group refuses a member of this protocol, and what to change; None for a consumer that
+        never joins (nothing to refuse)."""
+        ...
+
+    @property
+    def one_process_per_pod(self) -> bool:
+        """Whether a pod runs one consumer only (no process pool)."""
+        ...
+
+    def plan(self, session: Session) -> JoinPlan:
         """The join plan: identity, the broker's capabilities, the static decision, the client config.
-        ``connect`` builds the client of the likely plan before the probe runs (:meth:`Session.connect`)."""
+        The client of the likely plan is built before the probe runs (:meth:`Session.connect`)."""
         ...
 
     def join(self, session: Session) -> None:
@@ -208,12 +210,8 @@ class Mode(Protocol):
         """Work on the poll path after each client call (ordinal: follow partition count changes)."""
         ...
 
-    def recover(self, session: Session, error: PollError, handle: Callable[[PollError], object]) -> bool:
+    def recover(self, session: Session, error: PollError) -> bool:
         """Try to recover from a fatal ``error`` by replacing the client; True when it did."""
-        ...
-
-    def refused(self, session: Session, error: PollError) -> StaticConsumerError:
-        """The exception for a group that refused this member's protocol (``ErrorKind.PROTOCOL_REFUSED``)."""
         ...
 
     def close(self, session: Session, adapter: ConsumerAdapter, *, leave: bool, timeout_s: float) -> bool:
@@ -229,8 +227,8 @@ class Mode(Protocol):
 class Session:
     """A consumer's settings, seams, state, client and partitions: everything the core phases share.
 
-    ``adapter_factory``, ``probe``, ``remove_member``, ``group_watch``, ``sleep`` and ``clock`` are the
-    seams unit tests replace (a fake client, canned broker capabilities, a scripted group, instant sleeps).
+    ``seams`` is what unit tests replace (a fake client, canned broker capabilities, a scripted group,
+    instant sleeps); its parts are kept here as attributes for the phases.
     """
 
     def __init__(
@@ -240,25 +238,20 @@ class Session:
         env: Mapping[str, str],
         dispatch: Dispatcher,
         mode: Mode,
-        adapter_factory: AdapterFactory,
-        probe: Prober,
-        remove_member: MemberRemover,
-        group_watch: GroupWatchFactory,
+        seams: Seams,
         stop: threading.Event,
-        sleep: Callable[[float], object],
-        clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.settings = settings
         self.env = env
         self.dispatch = dispatch
         self.mode = mode
-        self.adapter_factory = adapter_factory
-        self.probe = probe
-        self.remove_member = remove_member
-        self.group_watch = group_watch  # the broker look-ups of the wait for a held instance id
+        self.adapter_factory = seams.adapter_factory
+        self.probe = seams.probe
+        self.remove_member = seams.remove_member
+        self.group_watch = seams.group_watch  # the broker look-ups of the wait for a held instance id
         self.stop = stop
-        self.sleep = sleep
-        self.clock = clock
+        self.sleep = seams.sleep or stop.wait  # interruptible by stop(), e.g. from a SIGTERM handler
+        self.clock = seams.clock
         self.state = State.NEW
         self.error: StaticConsumerError | None = None  # why the state is FENCED or FAILED
         self.plan: JoinPlan | None = None
@@ -267,7 +260,7 @@ class Session:
         self.commits = CommitFlight()  # the commit that does not wait (_core/ownership.py)
         self.buffer: deque[Record] = deque()  # records handed back after a listener raised
         self.stall = StallWatch()
-        self.error_log = RateLimiter(30.0, clock)
+        self.error_log = RateLimiter(30.0, self.clock)
         self._member_id: str | None = None
         self._generation: int | None = None
         self.tokens: TokenSource | None = None  # the OAUTHBEARER provider behind the current client
@@ -351,13 +344,14 @@ class Session:
         bootstrap servers and reads the cluster's metadata while the capability gate asks the broker
         (a restart reaches its first record sooner). It does not subscribe or assign, so nothing joins the
         group before the gate passed: :meth:`new_client` hands it out only when the plan ended with the
-        same config, and :meth:`drop_early` closes it otherwise. A client that cannot be built is built
-        again after the gate, which then reports the problem in its own words."""
+        config (the same object: the mode's plan keeps the early config when the gate agreed with it), and
+        :meth:`drop_early` closes it otherwise. A client that cannot be built is built again after the
+        gate, which then reports the problem in its own words."""
         try:
             client = build_client(self.settings, dict(config), self.adapter_factory)
         except StaticConsumerError:
             return
-        self._early = (dict(config), client)
+        self._early = (config, client)
 
     def drop_early(self) -> None:
         """Close the client :meth:`connect` built, if no plan took it (bounded: it never joined)."""
@@ -366,18 +360,18 @@ class Session:
             close_bounded(early[1], self.settings.shutdown_timeout_s, logging.getLogger(__name__))
 
     def new_client(self) -> ConsumerAdapter:
-        """A new client for the join plan (not yet subscribed or assigned): the one built early when it
-        has the plan's config (callables such as an OAUTHBEARER callback aside: it keeps its own)."""
+        """A new client for the join plan (not yet subscribed or assigned): the one built early when the
+        plan kept its config."""
         if self.plan is None:
             raise RuntimeError("static_consumer bug: a client was asked for before the join plan")
-        config = dict(self.plan.config)
+        config = self.plan.config
         early = self._early
-        if early is not None and _plain(early[0]) == _plain(config):
+        if early is not None and early[0] is config:
             self._early = None
-            config, client = early
+            client = early[1]
         else:
             self.drop_early()
-            client = build_client(self.settings, config, self.adapter_factory)
+            client = build_client(self.settings, dict(config), self.adapter_factory)
         self.tokens = token_source(config)
         return client
 
@@ -388,15 +382,9 @@ class Session:
         return None if self.tokens is None else self.tokens.lost()
 
 
-def _plain(config: Mapping[str, object]) -> dict[str, object]:
-    return {key: value for key, value in config.items() if not callable(value)}
-
-
 __all__ = [
     "USABLE",
     "TRANSITIONS",
-    "AdapterFactory",
-    "MemberRemover",
     "Mode",
     "RateLimiter",
     "Session",

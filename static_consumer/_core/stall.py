@@ -35,7 +35,7 @@ from collections.abc import Callable, Mapping
 from static_consumer._base.codes import ErrorKind
 from static_consumer._base.records import Record, TopicPartition
 from static_consumer._core.events import Stalled, StallVerdict
-from static_consumer._core.failures import recover_or_die
+from static_consumer._core.failures import die, scrubbed
 from static_consumer._core.ownership import supersede
 from static_consumer._core.poll import IN_FLIGHT_WAIT_S, accept, after_client_call, end_in_flight
 from static_consumer._core.seam import AdapterError, ConsumerAdapter
@@ -202,7 +202,9 @@ def _verdict(session: Session, adapter: ConsumerAdapter, held: list[tuple[int, R
         if exc.error.fatal:
             # Fenced meanwhile (raises, nothing goes out), unless the fence was this client's own lost
             # session: then the client was replaced and its partitions reported lost.
-            recover_or_die(session, exc.error, lambda e: None)
+            error = scrubbed(session.settings, exc.error)
+            if not session.mode.recover(session, error):
+                raise die(session, error) from None
             return "gone"
         # STALE_MEMBER_EPOCH or REBALANCE_IN_PROGRESS: still a member, its partitions may be moving.
         return "gone" if exc.error.kind is ErrorKind.MEMBER_GONE else "unknown"

@@ -32,6 +32,8 @@ from static_consumer._base.errors import FencedInstanceError
 from static_consumer._base.records import Record
 from static_consumer._core import ownership
 from static_consumer._core.events import Fenced, StandingBy
+from static_consumer._core.policy import MembershipPolicy
+from static_consumer._core.poll import handle_error
 from static_consumer._core.seam import ConsumerAdapter, PollError, close_bounded
 from static_consumer._core.session import Session, State
 
@@ -105,14 +107,21 @@ def stand_by(
             session.sleep(LOOK_S)
     finally:
         watch.close()
+    joined_again(session, "is free again", started, f"standing by, {looks} looks")
+
+
+def joined_again(session: Session, why: str, started: float, detail: str) -> None:
+    """The end of a wait for this member's instance id (standing by, or the KIP-848 release wait): the
+    join was not refused, so the member is joining (or, assigned meanwhile, running) again."""
     if session.state is State.REJOINING:
         session.move(State.JOINING)
     log.info(
-        "group.instance.id %r is free again: joined group %r after standing by %.1fs (%d looks)",
-        instance_id,
-        settings.group_id,
+        "group.instance.id %r %s: joined group %r after %.1fs (%s)",
+        session.instance_id,
+        why,
+        session.settings.group_id,
         session.clock() - started,
-        looks,
+        detail,
     )
 
 
@@ -120,17 +129,16 @@ def standing_by(
     session: Session,
     error: PollError,
     rejoin: Callable[[], ConsumerAdapter],
-    handle: Callable[[PollError], object],
     *,
     try_every_s: float | None,
 ) -> bool:
     """``Mode.recover`` for a member a live process replaced: stand by (True) under
     ``duplicate_policy='wait'``, else False (the fence ends the session). ``try_every_s``: see
     :func:`stand_by` (the mode says: :data:`TRY_S` under KIP-848, None under the classic protocol)."""
-    if session.settings.duplicate_policy != "wait" or session.instance_id is None:
+    if not MembershipPolicy.of(session.settings).stands_by or session.instance_id is None:
         return False
     name = name_of(error.cause) if error.cause is not None else error.name
-    attempt = join_attempt(session, rejoin, handle)
+    attempt = join_attempt(session, rejoin)
     stand_by(session, f"{name}: {error.reason}", attempt, try_every_s=try_every_s)
     return True
 
@@ -138,13 +146,13 @@ def standing_by(
 def join_attempt(
     session: Session,
     rejoin: Callable[[], ConsumerAdapter],
-    handle: Callable[[PollError], object],
     on_refused: Callable[[], object] = lambda: None,
 ) -> Callable[[], bool]:
     """One join with a new client (``rejoin``), watched for at most JOIN_POLLS * JOIN_POLL_S: False when
     the broker refused it because the id is held (UNRELEASED_INSTANCE_ID; ``on_refused`` is called), True
-    when assigned or still under way. Records that arrive meanwhile are kept in the session's buffer;
-    ``handle`` deals with any other error the client reports (raising if it is fatal)."""
+    when assigned or still under way. Records that arrive meanwhile are kept in the session's buffer; any
+    other error the client reports is handled as on the poll path (``poll.handle_error``: raised if it
+    is fatal)."""
 
     def attempt() -> bool:
         adapter = rejoin()
@@ -156,7 +164,7 @@ def join_attempt(
                 if error.kind is ErrorKind.UNRELEASED:
                     on_refused()
                     return False
-                handle(error)
+                handle_error(session, error)
             if isinstance(item, Record):
                 session.buffer.append(item)
         return True  # not refused within the window: the join is under way (or got no partitions)
@@ -179,6 +187,7 @@ __all__ = [
     "LOOK_S",
     "TRY_S",
     "join_attempt",
+    "joined_again",
     "stand_by",
     "standing_by",
 ]

@@ -43,8 +43,13 @@ GROUP_OVERRIDES = {
 }
 
 
-def probe(settings: ConsumerSettings, *, broker_version: bool = False) -> BrokerCapabilities:
+def probe(
+    settings: ConsumerSettings, *, group_overrides: bool = False, broker_version: bool = False
+) -> BrokerCapabilities:
     """Read ApiVersions and group.* configs from one live broker of the cluster.
+
+    ``group_overrides``: also the group's own KIP-848 session and heartbeat (``consumer.*.ms`` group
+    configs), which take precedence over the broker's for that group (the consumer protocol's mode asks).
 
     ``broker_version``: ask through kafka-python, which also names the Kafka version the ApiVersions
     look like (for the ``check`` command's report); librdkafka's path leaves it None.
@@ -59,7 +64,7 @@ def probe(settings: ConsumerSettings, *, broker_version: bool = False) -> Broker
 
     def from_librdkafka(client: Any, login_log: Any) -> None:
         if not broker_version:
-            found.extend(_from_librdkafka(client, login_log.api_versions, settings))
+            found.extend(_from_librdkafka(client, login_log.api_versions, settings, group_overrides))
 
     _log_in_first(settings, from_librdkafka)
     if found:
@@ -71,7 +76,7 @@ def probe(settings: ConsumerSettings, *, broker_version: bool = False) -> Broker
     try:
         with admin_client(settings, CLIENT_ID) as admin:
             caps = _read(admin)
-            if settings.protocol == "consumer":
+            if group_overrides:
                 caps = _with_group_overrides(admin, settings.group_id, caps)
             return caps
     except kafka_errors.KafkaError as exc:
@@ -118,7 +123,7 @@ def _error(exc: kafka_errors.KafkaError, settings: ConsumerSettings) -> StaticCo
 
 
 def _from_librdkafka(
-    client: Any, api_versions: dict[int, tuple[int, int]], settings: ConsumerSettings
+    client: Any, api_versions: dict[int, tuple[int, int]], settings: ConsumerSettings, group_overrides: bool
 ) -> list[BrokerCapabilities]:
     """The capabilities from the login check's librdkafka client: the ApiVersions of the broker it logged
     in to (as librdkafka logged them) and the group configs of the lowest live broker id, as the
@@ -159,7 +164,7 @@ def _from_librdkafka(
         value = broker[key].value if key in broker else None
         configs[name] = int(value) if value not in (None, "") else None  # older brokers lack KIP-848 keys
     caps = BrokerCapabilities(api_versions=dict(api_versions), **configs)
-    if settings.protocol != "consumer":
+    if not group_overrides:
         return [caps]
     try:  # the group's own KIP-848 overrides, as in _with_group_overrides
         group = entries(ResourceType.GROUP, settings.group_id)

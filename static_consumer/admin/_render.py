@@ -7,7 +7,7 @@ from typing import Any
 
 from static_consumer._base.errors import StaticConsumerError
 from static_consumer._base.records import TopicPartition
-from static_consumer._core.gate import decide
+from static_consumer._core.modes import decide
 from static_consumer._kafka.capabilities import BrokerCapabilities
 from static_consumer._kafka.groups import GroupMember, RemovalResult
 from static_consumer.admin.audit import GroupAudit
@@ -95,7 +95,7 @@ def probe_report(settings: ConsumerSettings, caps: BrokerCapabilities) -> dict[s
             "session_timeout_ms": settings.session_timeout_ms,
         },
         "verdicts": verdicts,
-        "configured": verdicts[settings.protocol][settings.static_policy],
+        "configured": verdict(settings, caps),
     }
 
 

@@ -20,7 +20,6 @@ import os
 import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from functools import partial
 from typing import Any, TextIO
 
 from static_consumer._base.errors import (
@@ -31,6 +30,7 @@ from static_consumer._base.errors import (
     ConfigurationError,
     StaticConsumerError,
 )
+from static_consumer._core.modes import group_mode
 from static_consumer._kafka import probe as _probe
 from static_consumer._kafka.capabilities import BrokerCapabilities
 from static_consumer._kafka.groups import RemovalResult
@@ -67,11 +67,18 @@ COMMAND_FIELDS = (
 )
 
 
+def _probe_with_version(settings: ConsumerSettings) -> BrokerCapabilities:
+    """The probe of the ``probe`` command: as a consumer of ``settings`` asks it, and through kafka-python,
+    which also names the Kafka version the ApiVersions look like."""
+    overrides = group_mode(settings).group_overrides
+    return _probe.probe(settings, group_overrides=overrides, broker_version=True)
+
+
 @dataclass(frozen=True)
 class Operations:
     """The I/O the commands perform; a seam for tests."""
 
-    probe: Callable[[ConsumerSettings], BrokerCapabilities] = partial(_probe.probe, broker_version=True)
+    probe: Callable[[ConsumerSettings], BrokerCapabilities] = _probe_with_version
     audit_group: Callable[..., audit.GroupAudit] = audit.audit_group
     remove_members: Callable[..., RemovalResult] = admin.remove_members
     scale_down: Callable[..., RemovalResult] = admin.scale_down

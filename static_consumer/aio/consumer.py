@@ -19,16 +19,16 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import functools
-import time
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from types import TracebackType
 from typing import Any, TypeVar
 
 from static_consumer._base.records import Record, RecordBatch, TopicPartition
-from static_consumer._core.consumer import AdapterFactory, Commitable, MemberRemover, State, StaticConsumer
+from static_consumer._core.consumer import Commitable, State, StaticConsumer
 from static_consumer._core.events import MembershipListener
-from static_consumer._core.join import JoinPlan, Prober
+from static_consumer._core.join import JoinPlan
+from static_consumer._core.seams import DEFAULT_SEAMS, Seams
 from static_consumer._core.session import Status
 from static_consumer._core.shutdown import BatchCommitter
 from static_consumer.aio._events import EventStream, LoopForwarder
@@ -42,8 +42,7 @@ class AsyncStaticConsumer:
     gate, events and guarantees, with awaitable calls.
 
     ``listeners`` run on the consumer's thread inside librdkafka's callbacks, as with the sync consumer;
-    :meth:`events` streams the same events on the loop. The other keyword arguments are the sync
-    consumer's test seams.
+    :meth:`events` streams the same events on the loop. ``env`` and ``seams`` as for the sync consumer.
     """
 
     def __init__(
@@ -52,21 +51,10 @@ class AsyncStaticConsumer:
         *,
         listeners: Sequence[MembershipListener] = (),
         env: Mapping[str, str] | None = None,
-        adapter_factory: AdapterFactory | None = None,
-        probe: Prober | None = None,
-        remove_member: MemberRemover | None = None,
-        clock: Callable[[], float] = time.monotonic,
+        seams: Seams = DEFAULT_SEAMS,
     ) -> None:
         self._forwarder = LoopForwarder()
-        self._sync = StaticConsumer(
-            settings,
-            listeners=[*listeners, self._forwarder],
-            env=env,
-            adapter_factory=adapter_factory,
-            probe=probe,
-            remove_member=remove_member,
-            clock=clock,
-        )
+        self._sync = StaticConsumer(settings, listeners=[*listeners, self._forwarder], env=env, seams=seams)
         # One worker, kept for the consumer's life: librdkafka, the core and the listeners see one
         # thread, and calls run in the order they were awaited. It ends when this object is collected.
         self._thread = ThreadPoolExecutor(1, thread_name_prefix=f"static-consumer-{settings.group_id}")

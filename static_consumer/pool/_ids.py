@@ -20,6 +20,8 @@ from dataclasses import dataclass
 from static_consumer._base.errors import ConfigurationError
 from static_consumer._core.identity import validate_instance_id
 from static_consumer._core.join import check_locally
+from static_consumer._core.modes import mode_for
+from static_consumer._core.policy import MembershipPolicy
 from static_consumer.settings import ConsumerSettings
 
 MAX_PROCESSES = 1024  # far beyond any pod's cores: a bigger number is a typo
@@ -47,7 +49,7 @@ def plan_workers(
     worker's ``start()`` would check before connecting (topics, identity, TLS files) is checked once here."""
     if isinstance(processes, bool) or not isinstance(processes, int) or not 1 <= processes <= MAX_PROCESSES:
         raise ConfigurationError(f"processes must be an integer from 1 to {MAX_PROCESSES}, not {processes!r}")
-    if settings.assignment_mode == "ordinal" and processes > 1:
+    if mode_for(settings).one_process_per_pod and processes > 1:
         # Ordinal slices are per pod: (ordinal, replicas) with a hand-over order that keeps partitions in
         # place when replicas change. Workers would need slot ordinal * N + k of replicas * N, which moves
         # every pod's slice whenever N changes, and a dead worker's slice would wait for it as a dead pod's
@@ -57,9 +59,9 @@ def plan_workers(
             f"ordinal, not per worker. Use processes=1 (and {processes}x the replicas), or "
             "assignment_mode='group' for a pool"
         )
-    dynamic = settings.static_policy == "dynamic"
-    identity = check_locally(settings, env, identity_optional=dynamic)  # as each worker's start() would
-    if identity is None or dynamic:
+    static = MembershipPolicy.of(settings).static
+    identity = check_locally(settings, env, identity_optional=not static)  # as each worker's start() would
+    if identity is None or not static:
         return tuple(WorkerInfo(k, processes, None, None) for k in range(processes))
     return tuple(
         WorkerInfo(k, processes, worker_id(identity.instance_id, k), identity.pod) for k in range(processes)

@@ -22,7 +22,7 @@ The dicts hold secrets in clear because the clients need them: never log them
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 
 from static_consumer._security.oauth import kafka_python_token_provider, librdkafka_oauth_cb
 from static_consumer.settings._defaults import CLIENT_DEFAULTS
@@ -32,10 +32,6 @@ from static_consumer.settings._rules import split_servers
 # librdkafka's OAUTHBEARER token callback: the one value in a client config that is not a scalar.
 OAuthCallback = Callable[[str], tuple[str, float, str, dict[str, str]]]
 ConfigValue = str | int | float | bool | OAuthCallback
-
-# librdkafka's default heartbeat.interval.ms; used unless the session timeout is too short for it.
-_LIBRDKAFKA_HEARTBEAT_MS = 3000
-
 
 # Passthrough keys that concern the connection rather than consuming, so admin clients need them too.
 _CONNECTION_PREFIXES = ("ssl.", "sasl.", "socket.", "client.", "broker.address.", "enable.ssl.")
@@ -63,23 +59,19 @@ def _security(settings: ConsumerSettings) -> dict[str, ConfigValue]:
     return cfg
 
 
-def consumer_config(settings: ConsumerSettings, instance_id: str | None) -> dict[str, ConfigValue]:
-    """librdkafka consumer config. ``instance_id=None`` makes a dynamic member (no group.instance.id)."""
+def consumer_config(
+    settings: ConsumerSettings, instance_id: str | None, group: Mapping[str, ConfigValue]
+) -> dict[str, ConfigValue]:
+    """librdkafka consumer config. ``instance_id=None`` makes a dynamic member (no group.instance.id);
+    ``group``: the group protocol's own keys, from the consumer's mode (``Mode.group_config``:
+    ``group.protocol`` and, under the classic protocol, the assignor, session and heartbeat)."""
     cfg: dict[str, ConfigValue] = {
         "bootstrap.servers": settings.bootstrap_servers,
         "group.id": settings.group_id,
-        "group.protocol": settings.protocol,
     }
     if instance_id is not None:
         cfg["group.instance.id"] = instance_id
-    if settings.protocol == "classic":
-        cfg["partition.assignment.strategy"] = settings.assignment_strategy
-        cfg["session.timeout.ms"] = settings.session_timeout_ms
-        cfg["heartbeat.interval.ms"] = settings.heartbeat_interval_ms or max(
-            1, min(_LIBRDKAFKA_HEARTBEAT_MS, settings.session_timeout_ms // 3)
-        )
-    elif settings.remote_assignor is not None:
-        cfg["group.remote.assignor"] = settings.remote_assignor
+    cfg.update(group)
     cfg.update(
         {
             "max.poll.interval.ms": settings.max_poll_interval_ms,

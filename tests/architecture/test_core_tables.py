@@ -67,31 +67,51 @@ def test_a_fatal_error_is_fenced_or_unreleased_by_its_cause_else_fatal() -> None
     assert classify(12345) is ErrorKind.OTHER
 
 
-CORE = Path(static_consumer.__file__).parent / "_core"
-DECIDING = {"protocol", "assignment_mode", "group_protocol"}
+LIBRARY = Path(static_consumer.__file__).parent
+# What is decided where: the settings that choose a mode are read by the mode choice only, the policies
+# by the policy object only (the settings package defines and validates them all).
+DECIDED_IN = {
+    "protocol": "_core/modes.py",
+    "assignment_mode": "_core/modes.py",
+    "group_protocol": "_core/modes.py",
+    "static_policy": "_core/policy.py",
+    "duplicate_policy": "_core/policy.py",
+}
 
 
-def _decisions_on_mode_or_protocol(path: Path) -> list[str]:
-    """Comparisons and look-ups on ``.protocol`` / ``.assignment_mode``: branches on the mode or protocol."""
+def _decisions(path: Path) -> list[tuple[str, str]]:
+    """Comparisons (but with None) and look-ups on an attribute named like a deciding setting
+    (``settings.protocol == ...``, ``table[settings.static_policy]``): (setting, "file:line")."""
     found = []
     for node in ast.walk(ast.parse(path.read_text())):
         if isinstance(node, ast.Compare):
             operands = [node.left, *node.comparators]
+            if any(isinstance(o, ast.Constant) and o.value is None for o in operands):
+                continue  # whether something is known, not what it is
         elif isinstance(node, ast.Subscript):
             operands = [node.slice]
         else:
             continue
-        names = [o.attr if isinstance(o, ast.Attribute) else getattr(o, "id", None) for o in operands]
-        if DECIDING.intersection(n for n in names if n is not None):
-            found.append(f"{path.name}:{node.lineno}")
+        names = {o.attr for o in operands if isinstance(o, ast.Attribute)}
+        for name in DECIDED_IN.keys() & names:
+            found.append((name, f"{path.relative_to(LIBRARY)}:{node.lineno}"))
     return found
 
 
-def test_only_the_mode_choice_reads_the_assignment_mode_or_the_group_protocol_in_the_core() -> None:
-    """Every decision that depends on them lives in the Mode objects (membership.ClassicMode,
-    membership.ConsumerMode, ordinal.OrdinalMode), picked once by modes.mode_for."""
-    decisions = sorted(d for path in CORE.glob("*.py") for d in _decisions_on_mode_or_protocol(path))
-    assert [d.split(":")[0] for d in decisions] == ["modes.py", "modes.py"], decisions
+def test_every_protocol_and_policy_decision_is_made_by_the_mode_choice_or_the_policy() -> None:
+    """Every decision that depends on the group protocol or the assignment mode lives in the Mode objects
+    (membership.ClassicMode, membership.ConsumerMode, ordinal.OrdinalMode), picked once by
+    modes.mode_for; every one on static_policy or duplicate_policy in policy.MembershipPolicy."""
+    elsewhere = [
+        f"{name} at {where}"
+        for path in sorted(LIBRARY.rglob("*.py"))
+        if "settings" not in path.relative_to(LIBRARY).parts
+        for name, where in _decisions(path)
+        if not where.startswith(DECIDED_IN[name] + ":")
+    ]
+    assert elsewhere == []
+    seen = {name for path in LIBRARY.rglob("*.py") for name, _ in _decisions(path)}
+    assert {"protocol", "assignment_mode", "static_policy", "duplicate_policy"} <= seen  # the test sees them
 
 
 def test_the_mode_follows_the_assignment_mode_and_the_group_protocol() -> None:

@@ -19,11 +19,13 @@ import json, sys
 sys.path.insert(0, {tests!r})
 from fakes import MODERN, Assign, FakeFactory, rec, tp
 from static_consumer import ConsumerSettings, StaticConsumer
+from static_consumer._core.seams import Seams
 
 settings = ConsumerSettings(bootstrap_servers="127.0.0.1:9092", group_id="g", topics=("t",))
 factory = FakeFactory([Assign((tp(0),)), rec(0, 0)])
 env = {{"POD_NAME": "app-0"}}
-with StaticConsumer(settings, env=env, adapter_factory=factory, probe=lambda s: MODERN) as c:
+seams = Seams(adapter_factory=factory, probe=lambda s, **_: MODERN)
+with StaticConsumer(settings, env=env, seams=seams) as c:
     while not c.consume(10, 0.0):
         pass
     c.commit()
@@ -36,9 +38,10 @@ import json, sys
 sys.path.insert(0, {tests!r})
 from fakes import MODERN
 from static_consumer import ConsumerSettings, StaticConsumer
+from static_consumer._core.seams import Seams
 
 settings = ConsumerSettings(bootstrap_servers="127.0.0.1:9", group_id="g", topics=("t",))
-with StaticConsumer(settings, env={{"POD_NAME": "app-0"}}, probe=lambda s: MODERN) as c:
+with StaticConsumer(settings, env={{"POD_NAME": "app-0"}}, seams=Seams(probe=lambda s, **_: MODERN)) as c:
     c.consume(10, 0.1)
 print(json.dumps(sorted(sys.modules)))
 """
@@ -49,13 +52,14 @@ import asyncio, json, sys
 sys.path.insert(0, {tests!r})
 from fakes import MODERN, Assign, FakeFactory, rec, tp
 from static_consumer import ConsumerSettings
+from static_consumer._core.seams import Seams
 from static_consumer.aio import AsyncStaticConsumer
 
 async def main():
     settings = ConsumerSettings(bootstrap_servers="127.0.0.1:9092", group_id="g", topics=("t",))
     factory = FakeFactory([Assign((tp(0),)), rec(0, 0)])
-    consumer = AsyncStaticConsumer(settings, env={{"POD_NAME": "app-0"}}, adapter_factory=factory,
-                                   probe=lambda s: MODERN)
+    consumer = AsyncStaticConsumer(settings, env={{"POD_NAME": "app-0"}},
+                                   seams=Seams(adapter_factory=factory, probe=lambda s, **_: MODERN))
     async with consumer:
         while not len(await consumer.consume_batch(10, 0.0)):
             pass
@@ -72,13 +76,15 @@ sys.path.insert(0, {tests!r})
 from fakes import MODERN, Assign, FakeFactory, rec, tp
 import static_consumer.command  # the static-consumer script's module
 from static_consumer import ConsumerSettings, StaticConsumer
+from static_consumer._core.seams import Seams
 from static_consumer.pool import ProcessPool
 
 out = tempfile.NamedTemporaryFile(delete=False).name
 
 def make(settings, listeners):
     return StaticConsumer(settings, listeners=listeners, env={{"POD_NAME": "app-0"}},
-                          adapter_factory=FakeFactory([Assign((tp(0),)), rec(0, 0)]), probe=lambda s: MODERN)
+                          seams=Seams(adapter_factory=FakeFactory([Assign((tp(0),)), rec(0, 0)]),
+                                      probe=lambda s, **_: MODERN))
 
 def handle(batch):  # in the worker: what it has loaded, then the pod's SIGTERM
     with open(out, "w") as f:

@@ -78,8 +78,12 @@ def test_exported_names_are_exactly_the_public_surface() -> None:
 def test_no_import_hook_is_installed() -> None:
     """Importing the library changes nothing in how other imports are found."""
     result = subprocess.run(
-        [sys.executable, "-c", "import sys; before = list(sys.meta_path); import static_consumer; "
-         "assert sys.meta_path == before, sys.meta_path"],
+        [
+            sys.executable,
+            "-c",
+            "import sys; before = list(sys.meta_path); import static_consumer; "
+            "assert sys.meta_path == before, sys.meta_path",
+        ],
         capture_output=True,
         text=True,
         timeout=60,
@@ -90,8 +94,13 @@ def test_no_import_hook_is_installed() -> None:
 def test_private_modules_are_not_reached_through_the_old_public_module_paths() -> None:
     """The public names live in ``static_consumer``; the module paths of the unreleased 0.1.0 layout are
     gone, and no hook serves them."""
-    for old in ("static_consumer.errors", "static_consumer.types", "static_consumer.consumer",
-                "static_consumer.testing", "static_consumer.cli"):
+    for old in (
+        "static_consumer.errors",
+        "static_consumer.types",
+        "static_consumer.consumer",
+        "static_consumer.testing",
+        "static_consumer.cli",
+    ):
         with pytest.raises(ModuleNotFoundError):
             importlib.import_module(old)
 

@@ -16,6 +16,7 @@ import pytest
 from fakes import MODERN, Assign, FakeAdapter, rec, tp
 
 from static_consumer._base.records import TopicPartition
+from static_consumer._core.seams import Seams
 from static_consumer_lab.children.specs import static_spec
 from static_consumer_lab.children.static_member import run_static
 
@@ -83,7 +84,12 @@ def test_records_held_back_for_a_rebuild_are_committed_only_once_processed(
         # slow): its records are then finished by the revoke that close() runs, and committed by it.
         "max_runtime_s": 1.5 * WARMUP_S,
     }
-    assert run_static(spec, processed, lambda: False, adapter_factory=factory, probe=lambda _s: MODERN) == 0
+    assert (
+        run_static(
+            spec, processed, lambda: False, seams=Seams(adapter_factory=factory, probe=lambda _s, **_: MODERN)
+        )
+        == 0
+    )
 
     (adapter,) = adapters
     assert adapter.seen, "nothing was committed"

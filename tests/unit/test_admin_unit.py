@@ -353,15 +353,15 @@ def test_the_probe_reads_group_configs_through_librdkafka_and_falls_back_when_it
         "group.consumer.session.timeout.ms": _Entry("45000"),
     }
     override = {"consumer.session.timeout.ms": _Entry("25000", source=8)}
-    (caps,) = _from_librdkafka(_LoginClient(broker, override), apis, settings)
+    (caps,) = _from_librdkafka(_LoginClient(broker, override), apis, settings, True)
     assert (caps.api_versions, caps.group_min_session_timeout_ms) == (apis, 6000)
     assert caps.consumer_session_timeout_ms == 25000 and caps.group_max_session_timeout_ms is None
-    assert _from_librdkafka(_LoginClient(broker, override), {}, settings) == []  # nothing logged
+    assert _from_librdkafka(_LoginClient(broker, override), {}, settings, True) == []  # nothing logged
     # No answer in time, or a transport error: kafka-python asks instead (and reports it as before).
-    assert _from_librdkafka(_LoginClient(FutureTimeout()), apis, settings) == []
+    assert _from_librdkafka(_LoginClient(FutureTimeout()), apis, settings, True) == []
     down = KafkaException(KafkaError(KafkaError._TRANSPORT))
-    assert _from_librdkafka(_LoginClient(down), apis, settings) == []
+    assert _from_librdkafka(_LoginClient(down), apis, settings, True) == []
     # Not allowed to describe them: unknown (the gate warns), as on kafka-python's path.
     refused = KafkaException(KafkaError(KafkaError.CLUSTER_AUTHORIZATION_FAILED))
-    (caps,) = _from_librdkafka(_LoginClient(refused, refused), apis, settings)
+    (caps,) = _from_librdkafka(_LoginClient(refused, refused), apis, settings, True)
     assert caps.group_min_session_timeout_ms is None and caps.consumer_session_timeout_ms is None

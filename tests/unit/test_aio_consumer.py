@@ -40,6 +40,7 @@ from static_consumer._core.events import (
     MembershipListener,
     Revoked,
 )
+from static_consumer._core.seams import Seams
 from static_consumer._core.shutdown import exit_code_for
 from static_consumer.aio import AsyncStaticConsumer, run_until_sigterm
 from static_consumer.settings import ConsumerSettings
@@ -121,7 +122,10 @@ def make(
 ) -> tuple[AsyncStaticConsumer, SlowFactory]:
     factory = SlowFactory(*scripts, delay=delay, busy=busy, log=log)
     consumer = AsyncStaticConsumer(
-        SETTINGS, env={"POD_NAME": "app-0"}, adapter_factory=factory, probe=lambda s: MODERN, **kw
+        SETTINGS,
+        env={"POD_NAME": "app-0"},
+        **kw,
+        seams=Seams(adapter_factory=factory, probe=lambda s, **_: MODERN),
     )
     return consumer, factory
 

@@ -23,6 +23,7 @@ from static_consumer._core.confluent import poll_error
 from static_consumer._core.consumer import State, StaticConsumer
 from static_consumer._core.events import FatalError, MembershipListener
 from static_consumer._core.seam import PollError
+from static_consumer._core.seams import Seams
 from static_consumer._kafka.acls import NEEDS, Acl, acl_for, authorization_error, code_in
 from static_consumer._kafka.capabilities import BrokerCapabilities
 from static_consumer.settings import ConsumerSettings
@@ -97,9 +98,8 @@ def consumer(
     c = StaticConsumer(
         settings(**overrides),
         listeners=[fatals],
-        adapter_factory=FakeFactory(script),
         env={"POD_NAME": "orders-2"},
-        probe=lambda s: caps,
+        seams=Seams(adapter_factory=FakeFactory(script), probe=lambda s, **_: caps),
     )
     return c, fatals
 

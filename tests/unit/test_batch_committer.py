@@ -17,6 +17,7 @@ from static_consumer._base.records import Record
 from static_consumer._core.consumer import State, StaticConsumer
 from static_consumer._core.events import CommitRefused, MembershipListener
 from static_consumer._core.seam import PollError
+from static_consumer._core.seams import Seams
 from static_consumer._core.shutdown import BatchCommitter, exit_code_for, run_until_sigterm
 from static_consumer.settings import ConsumerSettings
 
@@ -49,9 +50,8 @@ def started(
     consumer = StaticConsumer(
         settings,
         env={"POD_NAME": "app-0"},
-        adapter_factory=factory,
-        probe=lambda s: MODERN,
         listeners=listeners,
+        seams=Seams(adapter_factory=factory, probe=lambda s, **_: MODERN),
     )
     consumer.start()
     return consumer, factory

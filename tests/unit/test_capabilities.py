@@ -17,7 +17,8 @@ from static_consumer._base.errors import (
     SessionTimeoutOutOfBoundsError,
     StaticMembershipUnsupportedError,
 )
-from static_consumer._core.gate import StaticDecision, decide
+from static_consumer._core.gate import StaticDecision
+from static_consumer._core.modes import decide
 from static_consumer._kafka.capabilities import BrokerCapabilities
 from static_consumer._kafka.probe import probe
 from static_consumer.settings import ConsumerSettings

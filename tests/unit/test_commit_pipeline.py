@@ -33,6 +33,7 @@ from static_consumer._core.confluent import ConfluentAdapter
 from static_consumer._core.consumer import State, StaticConsumer
 from static_consumer._core.events import CommitRefused, Fenced, MembershipListener
 from static_consumer._core.seam import PollError
+from static_consumer._core.seams import Seams
 
 REBALANCING = PollError(27, "REBALANCE_IN_PROGRESS", "Broker: Group rebalance in progress", False, False)
 
@@ -172,7 +173,10 @@ def test_the_last_commit_before_a_quiet_spell_goes_out_even_when_it_raises_an_ea
 
     factory = FakeFactory([Assign((tp(0),)), rec(0, 1), rec(0, 2), None, None])
     c = StaticConsumer(
-        make_settings(), listeners=[Refusals()], adapter_factory=factory, env=POD_ENV, probe=lambda s: MODERN
+        make_settings(),
+        listeners=[Refusals()],
+        env=POD_ENV,
+        seams=Seams(adapter_factory=factory, probe=lambda s, **_: MODERN),
     )
     with c:
         adapter = factory.last

@@ -12,12 +12,12 @@ from confluent_kafka.admin import AdminClient
 from kafka.admin import KafkaAdminClient
 
 from static_consumer._base.errors import ConfigurationError
+from static_consumer._core.modes import client_config
 from static_consumer._security.secrets import redact_items
 from static_consumer.settings import ConsumerSettings
 from static_consumer.settings._config import (
     CLIENT_DEFAULTS,
     admin_config,
-    consumer_config,
     kafka_python_config,
 )
 from static_consumer.settings._rules import is_owned
@@ -42,7 +42,7 @@ def librdkafka_accepts(cfg: dict[str, Any]) -> None:
 
 
 def test_classic_static_member() -> None:
-    cfg = consumer_config(make(topics="t"), "orders-0")
+    cfg = client_config(make(topics="t"), "orders-0")
     assert cfg["group.instance.id"] == "orders-0"
     assert cfg["group.protocol"] == "classic"
     assert cfg["partition.assignment.strategy"] == "range"
@@ -53,20 +53,20 @@ def test_classic_static_member() -> None:
 
 
 def test_dynamic_member_sends_no_instance_id() -> None:
-    cfg = consumer_config(make(), None)
+    cfg = client_config(make(), None)
     assert "group.instance.id" not in cfg
     librdkafka_accepts(cfg)
 
 
 def test_default_heartbeat_fits_a_short_session_timeout() -> None:
     # librdkafka's default 3000 ms heartbeat would not fit a 6000 ms session three times.
-    assert consumer_config(make(session_timeout_ms=6000), "a")["heartbeat.interval.ms"] == 2000
-    assert consumer_config(make(heartbeat_interval_ms=1500), "a")["heartbeat.interval.ms"] == 1500
+    assert client_config(make(session_timeout_ms=6000), "a")["heartbeat.interval.ms"] == 2000
+    assert client_config(make(heartbeat_interval_ms=1500), "a")["heartbeat.interval.ms"] == 1500
 
 
 @pytest.mark.parametrize("remote", [None, "uniform"])
 def test_consumer_protocol_leaves_classic_keys_to_the_broker(remote: str | None) -> None:
-    cfg = consumer_config(make(protocol="consumer", remote_assignor=remote), "orders-0")
+    cfg = client_config(make(protocol="consumer", remote_assignor=remote), "orders-0")
     assert cfg["group.protocol"] == "consumer"
     for key in ("session.timeout.ms", "heartbeat.interval.ms", "partition.assignment.strategy"):
         assert key not in cfg
@@ -76,7 +76,7 @@ def test_consumer_protocol_leaves_classic_keys_to_the_broker(remote: str | None)
 
 def test_security_and_passthrough_are_mapped() -> None:
     s = make(**SASL, librdkafka={"fetch.min.bytes": 1024})
-    cfg = consumer_config(s, "orders-0")
+    cfg = client_config(s, "orders-0")
     assert cfg["security.protocol"] == "SASL_SSL"
     assert (cfg["sasl.mechanisms"], cfg["sasl.username"], cfg["sasl.password"]) == (
         "SCRAM-SHA-512",
@@ -97,7 +97,7 @@ def test_mutual_tls_is_mapped() -> None:
         ssl_key_location="/k.pem",
         ssl_key_password="kp",
     )
-    cfg = consumer_config(s, None)
+    cfg = client_config(s, None)
     assert (cfg["ssl.certificate.location"], cfg["ssl.key.location"], cfg["ssl.key.password"]) == (
         "/c.pem",
         "/k.pem",
@@ -136,15 +136,15 @@ def test_kafka_python_config_is_accepted_by_kafka_python() -> None:
 def test_hostname_verification_is_the_same_for_all_three_clients(verify: bool) -> None:
     s = make(security_protocol="SSL", ssl_endpoint_identification=verify)
     algorithm = "https" if verify else "none"
-    assert consumer_config(s, None)["ssl.endpoint.identification.algorithm"] == algorithm
+    assert client_config(s, None)["ssl.endpoint.identification.algorithm"] == algorithm
     assert admin_config(s)["ssl.endpoint.identification.algorithm"] == algorithm
     assert kafka_python_config(s)["ssl_check_hostname"] is verify
-    librdkafka_accepts(consumer_config(s, None))
+    librdkafka_accepts(client_config(s, None))
 
 
 def test_plaintext_sends_no_tls_settings() -> None:
     s = make()
-    assert "ssl.endpoint.identification.algorithm" not in consumer_config(s, None)
+    assert "ssl.endpoint.identification.algorithm" not in client_config(s, None)
     assert "ssl_check_hostname" not in kafka_python_config(s)
 
 
@@ -204,12 +204,12 @@ def test_kafka_python_never_prompts_for_the_pass_phrase_of_an_encrypted_key(tmp_
 def test_the_library_sets_its_fetch_defaults_and_the_passthrough_overrides_them(protocol: str) -> None:
     for key, default in CLIENT_DEFAULTS.items():
         assert not is_owned(key, protocol), f"{key} must stay settable through the librdkafka passthrough"
-        assert consumer_config(make(protocol=protocol), "orders-0")[key] == default.value
+        assert client_config(make(protocol=protocol), "orders-0")[key] == default.value
         assert default.value != default.librdkafka_default, f"{key}: a default equal to librdkafka's is noise"
         overridden = make(protocol=protocol, librdkafka={key: default.librdkafka_default})
-        assert consumer_config(overridden, "orders-0")[key] == default.librdkafka_default
+        assert client_config(overridden, "orders-0")[key] == default.librdkafka_default
         assert key not in admin_config(make(protocol=protocol)), "a consumer default, not an admin client's"
-    librdkafka_accepts(consumer_config(make(protocol=protocol), "orders-0"))
+    librdkafka_accepts(client_config(make(protocol=protocol), "orders-0"))
 
 
 @pytest.mark.parametrize("protocol", ["classic", "consumer"])
@@ -217,7 +217,7 @@ def test_a_passthrough_is_checked_on_top_of_the_library_defaults(protocol: str) 
     # reconnect.backoff.max.ms 50 is refused against librdkafka's reconnect.backoff.ms of 100; the consumer
     # gets the library's 20, so the settings take it and librdkafka accepts the config they make.
     settings = make(protocol=protocol, librdkafka={"reconnect.backoff.max.ms": 50})
-    cfg = consumer_config(settings, "orders-0")
+    cfg = client_config(settings, "orders-0")
     assert (cfg["reconnect.backoff.ms"], cfg["reconnect.backoff.max.ms"]) == (20, 50)
     librdkafka_accepts(cfg)
     # Below the library's default it is refused, and the error names the default the user did not set.
@@ -226,7 +226,7 @@ def test_a_passthrough_is_checked_on_top_of_the_library_defaults(protocol: str) 
     assert "reconnect.backoff.max.ms" in str(refused.value)
     assert "the library sets `reconnect.backoff.ms` to 20 unless `librdkafka` sets it" in str(refused.value)
     both = make(protocol=protocol, librdkafka={"reconnect.backoff.ms": 5, "reconnect.backoff.max.ms": 10})
-    librdkafka_accepts(consumer_config(both, "orders-0"))
+    librdkafka_accepts(client_config(both, "orders-0"))
 
 
 def test_the_fetch_defaults_are_documented_with_their_reason() -> None:

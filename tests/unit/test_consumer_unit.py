@@ -49,6 +49,7 @@ from static_consumer._core.events import (
     Revoked,
 )
 from static_consumer._core.seam import PollError
+from static_consumer._core.seams import Seams
 from static_consumer._kafka.capabilities import BrokerCapabilities
 from static_consumer.settings import ConsumerSettings
 
@@ -103,9 +104,11 @@ def consumer(
 ) -> tuple[StaticConsumer, FakeFactory, Recorder]:
     factory = FakeFactory(*scripts)
     recorder = Recorder()
-    kw.setdefault("env", POD_ENV)
-    kw.setdefault("probe", lambda s: MODERN)
-    c = StaticConsumer(settings or make_settings(), listeners=[recorder], adapter_factory=factory, **kw)
+    env = kw.pop("env", POD_ENV)
+    kw.setdefault("probe", lambda s, **_: MODERN)
+    c = StaticConsumer(
+        settings or make_settings(), listeners=[recorder], env=env, seams=Seams(adapter_factory=factory, **kw)
+    )
     return c, factory, recorder
 
 
@@ -123,7 +126,7 @@ def test_static_member_uses_instance_id_from_pod_name() -> None:
 def test_gate_runs_before_the_client_subscribes() -> None:
     probed: list[list[str]] = []
 
-    def probe(settings: ConsumerSettings) -> BrokerCapabilities:
+    def probe(settings: ConsumerSettings, **_: object) -> BrokerCapabilities:
         probed.append(list(factory.last.calls))  # the client is built while the gate runs
         return OLD
 
@@ -140,7 +143,10 @@ def test_the_client_built_while_the_gate_runs_is_the_one_that_joins_when_the_pla
     with c:
         assert len(factory.adapters) == 1 and factory.last.calls[0] == "subscribe t"
     warn, warn_factory, _ = consumer(
-        [], [], settings=make_settings(static_policy="warn", session_timeout_ms=10000), probe=lambda s: OLD
+        [],
+        [],
+        settings=make_settings(static_policy="warn", session_timeout_ms=10000),
+        probe=lambda s, **_: OLD,
     )
     with warn:  # the gate decided dynamic: the early (static) client is closed, another one joins
         early, joined = warn_factory.adapters
@@ -150,7 +156,7 @@ def test_the_client_built_while_the_gate_runs_is_the_one_that_joins_when_the_pla
 
 def test_policy_warn_falls_back_to_dynamic_member(caplog: pytest.LogCaptureFixture) -> None:
     c, factory, _ = consumer(
-        [], settings=make_settings(static_policy="warn", session_timeout_ms=10000), probe=lambda s: OLD
+        [], settings=make_settings(static_policy="warn", session_timeout_ms=10000), probe=lambda s, **_: OLD
     )
     with caplog.at_level(logging.WARNING), c:
         assert "group.instance.id" not in factory.last.config
@@ -167,7 +173,7 @@ def test_dynamic_policy_needs_no_pod_name() -> None:
 def test_missing_identity_fails_before_probing() -> None:
     probed: list[ConsumerSettings] = []
 
-    def probe(settings: ConsumerSettings) -> BrokerCapabilities:
+    def probe(settings: ConsumerSettings, **_: object) -> BrokerCapabilities:
         probed.append(settings)
         return MODERN
 
@@ -218,8 +224,7 @@ def test_listener_exception_is_reraised_from_poll_and_record_not_lost() -> None:
         make_settings(),
         listeners=[Boom(), recorder],
         env=POD_ENV,
-        adapter_factory=factory,
-        probe=lambda s: MODERN,
+        seams=Seams(adapter_factory=factory, probe=lambda s, **_: MODERN),
     )
     with c:
         with pytest.raises(RuntimeError, match="listener failed"):
@@ -401,7 +406,10 @@ def test_revoke_commits_processed_offsets_after_listeners() -> None:
 
     factory = FakeFactory([Assign((tp(0), tp(1))), rec(0, 5), Revoke((tp(0), tp(1))), Assign((tp(1),))])
     c = StaticConsumer(
-        make_settings(), listeners=[Flusher()], env=POD_ENV, adapter_factory=factory, probe=lambda s: MODERN
+        make_settings(),
+        listeners=[Flusher()],
+        env=POD_ENV,
+        seams=Seams(adapter_factory=factory, probe=lambda s, **_: MODERN),
     )
     with c:
         c.mark_processed(c.poll(0.1) or pytest.fail("no record"))
@@ -442,7 +450,10 @@ def test_close_runs_in_the_closing_state_and_commits_what_on_revoked_marks() -> 
 
     factory = FakeFactory([Assign((tp(0),)), rec(0, 10)])
     c = StaticConsumer(
-        make_settings(), listeners=[Flusher()], env=POD_ENV, adapter_factory=factory, probe=lambda s: MODERN
+        make_settings(),
+        listeners=[Flusher()],
+        env=POD_ENV,
+        seams=Seams(adapter_factory=factory, probe=lambda s, **_: MODERN),
     )
     c.start()
     c.mark_processed(c.poll(0.1) or pytest.fail("no record"))
@@ -604,7 +615,10 @@ def test_consume_batch_gives_the_records_back_after_a_listener_error() -> None:
 
     factory = FakeFactory([Assign((tp(0),)), rec(0, 3), rec(0, 4)])
     c = StaticConsumer(
-        make_settings(), listeners=[Boom()], env=POD_ENV, adapter_factory=factory, probe=lambda s: MODERN
+        make_settings(),
+        listeners=[Boom()],
+        env=POD_ENV,
+        seams=Seams(adapter_factory=factory, probe=lambda s, **_: MODERN),
     )
     with c:
         with pytest.raises(RuntimeError, match="listener failed"):

@@ -17,6 +17,7 @@ from kafka.net.sasl.oauth import AbstractTokenProvider
 
 from static_consumer import OAuthBearerToken
 from static_consumer._base.errors import AuthenticationError
+from static_consumer._core.modes import client_config
 from static_consumer._security.oauth import (
     REFRESH_AT,
     TokenFailure,
@@ -28,7 +29,7 @@ from static_consumer._security.oauth import (
 )
 from static_consumer._security.secrets import redact_items
 from static_consumer.settings import ConsumerSettings
-from static_consumer.settings._config import admin_config, consumer_config, kafka_python_config
+from static_consumer.settings._config import admin_config, kafka_python_config
 
 TOKEN = "eyJhbGciOiJub25lIn0.token-value-Kp31."
 
@@ -56,7 +57,7 @@ def test_the_provider_and_its_tokens_are_never_shown() -> None:
 
 def test_one_provider_feeds_all_three_clients() -> None:
     s = ConsumerSettings(**OAUTH)
-    for cfg in (consumer_config(s, "orders-0"), admin_config(s)):
+    for cfg in (client_config(s, "orders-0"), admin_config(s)):
         assert cfg["sasl.mechanisms"] == "OAUTHBEARER"
         assert "sasl.username" not in cfg and "sasl.password" not in cfg
         oauth_cb = cfg["oauth_cb"]
@@ -66,7 +67,7 @@ def test_one_provider_feeds_all_three_clients() -> None:
     assert isinstance(tokens, AbstractTokenProvider)  # kafka-python refuses anything else
     assert (tokens.token(), tokens.extensions()) == (TOKEN, {"ext": "1"})
     assert TOKEN not in repr(tokens)  # kafka-python logs its configuration at DEBUG
-    confluent_kafka.Consumer(consumer_config(s, "orders-0")).close()  # librdkafka accepts the config
+    confluent_kafka.Consumer(client_config(s, "orders-0")).close()  # librdkafka accepts the config
 
 
 def test_a_provider_returning_something_else_is_a_token_failure_naming_it() -> None:
@@ -173,7 +174,7 @@ def test_a_raising_provider_is_an_authentication_error_with_its_reason_and_never
         raise RuntimeError(f"identity provider refused the refresh of {leaked}")
 
     s = oauth_settings(provider_)
-    for config in (admin_config(s), kafka_python_config(s), consumer_config(s, "orders-0")):
+    for config in (admin_config(s), kafka_python_config(s), client_config(s, "orders-0")):
         with pytest.raises(AuthenticationError) as caught:
             first_token(config, s, "describe group orders")
         text = str(caught.value)

@@ -21,6 +21,7 @@ from static_consumer._base.records import TopicPartition
 from static_consumer._core.consumer import State, StaticConsumer
 from static_consumer._core.events import Assigned, Closed, MembershipEvent, MembershipListener, Revoked
 from static_consumer._core.seam import PollError
+from static_consumer._core.seams import Seams
 from static_consumer.settings import ConsumerSettings
 
 
@@ -98,9 +99,7 @@ def ordinal_consumer(
         settings(**overrides),
         listeners=[recorder],
         env={"POD_NAME": pod},
-        adapter_factory=factory,
-        probe=lambda s: probe,
-        clock=clock or Clock(),
+        seams=Seams(adapter_factory=factory, probe=lambda s, **_: probe, clock=clock or Clock()),
     )
     return c, recorder
 
@@ -209,7 +208,9 @@ def test_configuration_errors_say_what_to_change(
     env: dict[str, str], overrides: dict[str, Any], message: str
 ) -> None:
     factory = Factory({"t": 3})
-    c = StaticConsumer(settings(**overrides), env=env, adapter_factory=factory, probe=lambda s: MODERN)
+    c = StaticConsumer(
+        settings(**overrides), env=env, seams=Seams(adapter_factory=factory, probe=lambda s, **_: MODERN)
+    )
     with pytest.raises(ConfigurationError, match=message):
         c.start()
     assert c.state is State.NEW
@@ -239,10 +240,7 @@ def _failing_start(failures: list[PollError], clock: Clock) -> tuple[StaticConsu
     c = StaticConsumer(
         settings(connect_timeout_s=10.0),
         env={"POD_NAME": "app-0"},
-        adapter_factory=make,
-        probe=lambda s: MODERN,
-        sleep=sleep,
-        clock=clock,
+        seams=Seams(adapter_factory=make, probe=lambda s, **_: MODERN, sleep=sleep, clock=clock),
     )
     return c, factory, slept
 

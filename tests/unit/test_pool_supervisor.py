@@ -20,6 +20,7 @@ from fakes import FENCED, MODERN, Assign, FakeFactory, Step, rec, tp
 
 from static_consumer import Closed, ConsumerSettings, MembershipListener, Record, State, StaticConsumer
 from static_consumer._base.errors import InvalidInstanceIdError
+from static_consumer._core.seams import Seams
 from static_consumer.pool import PoolStatus, ProcessPool, RestartPolicy, StatusFiles, WorkerInfo
 
 POD = {"POD_NAME": "orders-2"}
@@ -73,7 +74,10 @@ def fakes(journal: Journal, scripts: Callable[[int], list[Step]] = script) -> An
             return fake
 
         return StaticConsumer(
-            s, listeners=listeners, env=POD, adapter_factory=adapter, probe=lambda _: MODERN
+            s,
+            listeners=listeners,
+            env=POD,
+            seams=Seams(adapter_factory=adapter, probe=lambda _, **__: MODERN),
         )
 
     return make

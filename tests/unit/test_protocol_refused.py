@@ -18,6 +18,7 @@ from static_consumer._core.confluent import poll_error
 from static_consumer._core.consumer import State, StaticConsumer
 from static_consumer._core.events import FatalError, MembershipListener
 from static_consumer._core.seam import PollError
+from static_consumer._core.seams import Seams
 from static_consumer.settings import ConsumerSettings
 
 # A consumer-protocol member joining a classic group with live members, upgrade forbidden.
@@ -53,9 +54,8 @@ def _consumer(script: list[Any], **settings: Any) -> tuple[StaticConsumer, Fatal
     consumer = StaticConsumer(
         ConsumerSettings(**values, **settings),
         listeners=[fatals],
-        adapter_factory=FakeFactory(script),
         env={"POD_NAME": "orders-2"},
-        probe=lambda s: MODERN,
+        seams=Seams(adapter_factory=FakeFactory(script), probe=lambda s, **_: MODERN),
     )
     return consumer, fatals
 

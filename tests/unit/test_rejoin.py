@@ -35,6 +35,7 @@ from static_consumer._base.records import TopicPartition
 from static_consumer._core.consumer import State, StaticConsumer
 from static_consumer._core.events import Fenced, MembershipEvent, MembershipListener
 from static_consumer._core.rejoin import LOOK_S, release_budget
+from static_consumer._core.seams import Seams
 from static_consumer._kafka.capabilities import BrokerCapabilities
 from static_consumer._kafka.groups import GroupDescription
 from static_consumer.settings import ConsumerSettings
@@ -82,11 +83,13 @@ class Wait:
             settings or make_settings(),
             listeners=[self.events],
             env={"POD_NAME": "orders-2"},
-            adapter_factory=self.factory,
-            probe=lambda s: caps,
-            group_watch=self.watch,
-            sleep=self.time.sleep,
-            clock=self.time.clock,
+            seams=Seams(
+                adapter_factory=self.factory,
+                probe=lambda s, **_: caps,
+                group_watch=self.watch,
+                sleep=self.time.sleep,
+                clock=self.time.clock,
+            ),
         )
         self.consumer.start()
 
@@ -246,7 +249,9 @@ def test_a_coordinator_that_keeps_moving_ends_at_the_bound() -> None:
 def test_release_max_wait_below_session_plus_margin_is_refused_at_start() -> None:
     settings = make_settings(release_max_wait_s=20)
     with pytest.raises(ConfigurationError, match=r"release_max_wait_s .* 20s, below .* \(45s\) \+ "):
-        StaticConsumer(settings, env={"POD_NAME": "orders-2"}, probe=lambda s: MODERN).start()
+        StaticConsumer(
+            settings, env={"POD_NAME": "orders-2"}, seams=Seams(probe=lambda s, **_: MODERN)
+        ).start()
     caps = replace(MODERN, consumer_session_timeout_ms=10000)
     wait = Wait(lambda now: group_look(holder()), settings=settings, caps=caps)  # 20 >= 10 + 5: accepted
     with pytest.raises(UnreleasedInstanceIdError):
@@ -343,9 +348,7 @@ def test_unreleased_after_being_assigned_is_fencing() -> None:
     c = StaticConsumer(
         make_settings(),
         env={"POD_NAME": "orders-2"},
-        adapter_factory=factory,
-        probe=lambda s: MODERN,
-        group_watch=watch,
+        seams=Seams(adapter_factory=factory, probe=lambda s, **_: MODERN, group_watch=watch),
     )
     with c, pytest.raises(FencedInstanceError):
         c.poll(0.1)  # assigned, lost (the old session expired), then refused: replaced by another process

@@ -13,9 +13,11 @@ from typing import Any
 
 import kafka.errors as kafka_errors
 import pytest
+from fakes import FakeFactory
 
 from static_consumer._base.errors import AuthenticationError, ConfigurationError
-from static_consumer._core.join import plan_membership
+from static_consumer._core.consumer import StaticConsumer
+from static_consumer._core.seams import Seams
 from static_consumer._kafka.capabilities import BrokerCapabilities
 from static_consumer._kafka.kafka_python import translate
 from static_consumer._security.secrets import scrub, scrubbed_logs
@@ -83,6 +85,11 @@ def test_a_sasl_refusal_is_an_authentication_error_which_is_a_configuration_erro
 def test_the_join_plan_repr_leaves_out_the_client_config() -> None:
     settings = ConsumerSettings(**SASL, topics=("t",), instance_id="app-0")
     caps = BrokerCapabilities(api_versions={11: (0, 9), 13: (0, 5), 68: (0, 1)}, broker_version="4.3")
-    plan = plan_membership(settings, {}, lambda _s: caps)
+    consumer = StaticConsumer(
+        settings, env={}, seams=Seams(adapter_factory=FakeFactory([]), probe=lambda s, **_: caps)
+    )
+    with consumer:
+        plan = consumer.plan
+    assert plan is not None
     assert plan.config["sasl.password"] == PASSWORD  # librdkafka still gets it
     assert PASSWORD not in repr(plan) and "app-0" in repr(plan)

@@ -18,12 +18,13 @@ from static_consumer._base.errors import (
     ConfigurationError,
     FatalConsumerError,
 )
+from static_consumer._core.modes import client_config
 from static_consumer._core.seam import PollError
 from static_consumer._kafka.admin_client import error_for
 from static_consumer._kafka.probe import probe
 from static_consumer._security.secrets import redact_items
 from static_consumer.settings import ConsumerSettings
-from static_consumer.settings._config import admin_config, consumer_config, kafka_python_config
+from static_consumer.settings._config import admin_config, kafka_python_config
 from static_consumer_lab.secure.certs import generate_pki
 
 PASSWORD = "sasl-pw-Zq81"
@@ -112,7 +113,7 @@ def test_configuration_errors_never_echo_secrets(broken: dict[str, Any]) -> None
 
 def test_redacted_client_configs_hide_secrets_the_raw_ones_need() -> None:
     s = ConsumerSettings(**FULL)
-    raw = consumer_config(s, "orders-0")
+    raw = client_config(s, "orders-0")
     assert raw["sasl.password"] == PASSWORD and raw["ssl.key.password"] == KEY_PASSWORD
     for cfg in (raw, admin_config(s), kafka_python_config(s)):
         assert_clean(repr(redact_items(cfg.items())))

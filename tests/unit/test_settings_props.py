@@ -19,14 +19,17 @@ from typing import Any
 
 import confluent_kafka
 import pytest
+from fakes import FakeFactory
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from static_consumer._base.errors import ConfigurationError
-from static_consumer._core.modes import mode_for
+from static_consumer._core.consumer import StaticConsumer
+from static_consumer._core.modes import client_config
+from static_consumer._core.seams import Seams
 from static_consumer._kafka.capabilities import BrokerCapabilities
 from static_consumer.settings import ConsumerSettings
-from static_consumer.settings._config import consumer_config, kafka_python_config
+from static_consumer.settings._config import kafka_python_config
 from static_consumer.settings._rules import env_var
 
 FIELDS = sorted(ConsumerSettings.model_fields)
@@ -128,7 +131,7 @@ def assert_usable(result: ConsumerSettings) -> None:
     kafka_python_config(result)
     config: dict[str, Any] = {
         k: v
-        for k, v in consumer_config(result, "orders-0").items()
+        for k, v in client_config(result, "orders-0").items()
         # Connection and security keys are left out: without them librdkafka connects nowhere and does
         # not open certificate files (checked when the client is made, see the TLS settings).
         if k != "bootstrap.servers" and not k.startswith(("ssl.", "sasl.", "security."))
@@ -138,7 +141,9 @@ def assert_usable(result: ConsumerSettings) -> None:
     except Exception as exc:  # noqa: BLE001 - any refusal fails the property
         pytest.fail(f"settings were accepted but librdkafka refuses them: {exc!r}")
     try:
-        mode_for(result).plan(result, {"POD_NAME": "orders-0"}, lambda s: OPEN_BROKER)
+        seams = Seams(adapter_factory=FakeFactory([]), probe=lambda s, **_: OPEN_BROKER)
+        with StaticConsumer(result, env={"POD_NAME": "orders-0"}, seams=seams):
+            pass
     except ConfigurationError:
         pass  # the identity checks of start(): typed, before any network I/O
 

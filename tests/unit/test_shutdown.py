@@ -17,6 +17,7 @@ from static_consumer._base.errors import (
 )
 from static_consumer._base.records import Record
 from static_consumer._core.consumer import State, StaticConsumer
+from static_consumer._core.seams import Seams
 from static_consumer._core.shutdown import exit_code_for, run_until_sigterm
 from static_consumer.settings import ConsumerSettings
 
@@ -25,7 +26,7 @@ def make(*scripts: Any) -> tuple[StaticConsumer, FakeFactory]:
     factory = FakeFactory(*scripts)
     settings = ConsumerSettings(bootstrap_servers="127.0.0.1:9092", group_id="g", topics=("t",))
     consumer = StaticConsumer(
-        settings, env={"POD_NAME": "app-0"}, adapter_factory=factory, probe=lambda s: MODERN
+        settings, env={"POD_NAME": "app-0"}, seams=Seams(adapter_factory=factory, probe=lambda s, **_: MODERN)
     )
     return consumer, factory
 

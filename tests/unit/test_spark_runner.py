@@ -15,6 +15,7 @@ from fakes import FENCED, MODERN, UNKNOWN_MEMBER, Assign, FakeFactory, Lose, Rev
 from static_consumer._base.errors import FencedInstanceError
 from static_consumer._core.consumer import StaticConsumer
 from static_consumer._core.events import BatchProgress, CommitRefused, MembershipListener, Revoked
+from static_consumer._core.seams import Seams
 from static_consumer.settings import ConsumerSettings
 from static_consumer.spark import BatchInfo, BatchLimits, FailurePolicy, MicroBatchRunner, OffsetRange
 
@@ -96,7 +97,10 @@ def make_runner(
 
     def consumer(s: ConsumerSettings, ls: Sequence[MembershipListener]) -> StaticConsumer:
         return StaticConsumer(
-            s, listeners=ls, env={"POD_NAME": "orders-2"}, adapter_factory=factory, probe=lambda _: MODERN
+            s,
+            listeners=ls,
+            env={"POD_NAME": "orders-2"},
+            seams=Seams(adapter_factory=factory, probe=lambda _, **__: MODERN),
         )
 
     runner = MicroBatchRunner(

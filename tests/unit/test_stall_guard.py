@@ -31,6 +31,7 @@ from static_consumer._base.records import Record, RecordBatch
 from static_consumer._core.consumer import StaticConsumer
 from static_consumer._core.events import MembershipEvent, MembershipListener, Stalled
 from static_consumer._core.seam import PollError
+from static_consumer._core.seams import Seams
 from static_consumer._core.stall import UNKNOWN_SESSION_MS
 from static_consumer.settings import ConsumerSettings
 
@@ -79,10 +80,8 @@ def started(
     c = StaticConsumer(
         settings(**overrides),
         listeners=[events],
-        adapter_factory=factory,
-        probe=lambda s: probe,
         env={},
-        clock=clock,
+        seams=Seams(adapter_factory=factory, probe=lambda s, **_: probe, clock=clock),
     )
     c.start()
     return c, factory.last, events, clock
@@ -293,7 +292,10 @@ def test_records_handed_back_after_a_listener_error_are_not_handed_out_once_revo
 
     factory = FakeFactory([Assign((P0,)), rec(0, 0), Assign((P1,)), rec(1, 0), None, Revoke((P0,)), None])
     c = StaticConsumer(
-        settings(), listeners=[Raises()], adapter_factory=factory, probe=lambda _: CAPS, env={}
+        settings(),
+        listeners=[Raises()],
+        env={},
+        seams=Seams(adapter_factory=factory, probe=lambda _, **__: CAPS),
     )
     c.start()
     with pytest.raises(RuntimeError):
@@ -350,10 +352,8 @@ def handed_back(script: list[Step]) -> tuple[StaticConsumer, FakeAdapter, Events
     c = StaticConsumer(
         settings(),
         listeners=[events, RaisesOnce()],
-        adapter_factory=factory,
-        probe=lambda _: CAPS,
         env={},
-        clock=clock,
+        seams=Seams(adapter_factory=factory, probe=lambda _, **__: CAPS, clock=clock),
     )
     c.start()
     with pytest.raises(RuntimeError):

@@ -31,6 +31,7 @@ from static_consumer._base.errors import EXIT_FENCED, CommitFailedError, FencedI
 from static_consumer._core.confluent import poll_error
 from static_consumer._core.consumer import State, StaticConsumer
 from static_consumer._core.events import Fenced, Lost, MembershipEvent, MembershipListener, StandingBy
+from static_consumer._core.seams import Seams
 from static_consumer._core.standby import LOOK_S, TRY_S
 from static_consumer._kafka.groups import GroupDescription
 from static_consumer.settings import ConsumerSettings
@@ -91,11 +92,13 @@ def consumer(
         ConsumerSettings(**{**values, **overrides}),
         listeners=[events],
         env={"POD_NAME": "orders-2"},
-        adapter_factory=factory,
-        probe=lambda s: MODERN,
-        group_watch=watch,
-        sleep=time.sleep,
-        clock=time.clock,
+        seams=Seams(
+            adapter_factory=factory,
+            probe=lambda s, **_: MODERN,
+            group_watch=watch,
+            sleep=time.sleep,
+            clock=time.clock,
+        ),
     )
     return c, factory, watch, events
 

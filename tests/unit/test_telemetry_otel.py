@@ -32,6 +32,7 @@ from static_consumer._core.events import (
     Revoked,
     Stalled,
 )
+from static_consumer._core.seams import Seams
 from static_consumer.settings import ConsumerSettings
 from static_consumer.telemetry import (
     EVENT_LOG_SPARK_SCHEMA,
@@ -300,8 +301,7 @@ def test_through_the_consumer_the_broker_is_asked_before_the_join(
         settings,
         listeners=[otel.listener],
         env={"POD_NAME": "app-1"},
-        adapter_factory=factory,
-        probe=lambda s: MODERN,
+        seams=Seams(adapter_factory=factory, probe=lambda s, **_: MODERN),
     )
     with consumer:
         factory.last.gen = 7

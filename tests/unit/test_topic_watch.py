@@ -12,6 +12,7 @@ from fakes import MODERN, TRANSPORT_ERROR, Assign, FakeAdapter, FakeFactory, rec
 from static_consumer import ConfigurationError, MissingTopicError, exit_code_for
 from static_consumer._core.consumer import State, StaticConsumer
 from static_consumer._core.events import FatalError, MembershipEvent, MembershipListener
+from static_consumer._core.seams import Seams
 from static_consumer._core.topics import CHECK_INTERVAL_S
 from static_consumer.settings import ConsumerSettings
 
@@ -59,10 +60,8 @@ def started(
     consumer = StaticConsumer(
         settings,
         env={"POD_NAME": "app-0"},
-        adapter_factory=build,
-        probe=lambda s: MODERN,
-        clock=clock,
         listeners=listeners,
+        seams=Seams(adapter_factory=build, probe=lambda s, **_: MODERN, clock=clock),
     )
     consumer.start()
     return consumer, factory.last
@@ -180,7 +179,9 @@ def test_ordinal_mode_gives_up_on_a_missing_topic_too() -> None:
         return adapters[-1]
 
     consumer = StaticConsumer(
-        settings, env={"POD_NAME": "app-0"}, adapter_factory=factory, probe=lambda s: MODERN, clock=clock
+        settings,
+        env={"POD_NAME": "app-0"},
+        seams=Seams(adapter_factory=factory, probe=lambda s, **_: MODERN, clock=clock),
     )
     consumer.start()
     consumer.consume(10, 0)
