@@ -54,7 +54,7 @@ NARRATION: dict[str, re.Pattern[str]] = {
         re.I,
     ),
     "an internal target": re.compile(r"\bgoals?\b|\bnot met\b|\*\*met\b", re.I),
-    "a change log inside a reference": re.compile(r"\bWas: ", re.I),
+    "a change log inside a reference": re.compile(r"\bWas: "),
 }
 
 
