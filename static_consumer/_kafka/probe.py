@@ -3,10 +3,9 @@
 The login check that runs first (``_kafka.login.check_login``, a librdkafka client) reads them: librdkafka
 asks every broker for its ApiVersions when it connects and, with ``debug=feature``, logs the answer line
 by line; the group configs come from the same client's DescribeConfigs. librdkafka has no API for the
-ApiVersions, so when no such line was logged (another librdkafka's text, say) kafka-python asks instead,
-as it always did before: the gate never decides without the broker's own answer. kafka-python is then
-imported only on that path: importing it took longer (about 0.2 s on a loaded 2-core machine) than the
-rest of a static restart. Every client is closed before returning, also when the bootstrap fails. The
+ApiVersions, so when no such line was logged (another librdkafka's text, say) kafka-python asks instead:
+the gate never decides without the broker's own answer. kafka-python is imported only on that path (its
+import costs more than the rest of a static restart). Every client is closed before returning, also when the bootstrap fails. The
 consumer imports this module when it starts (the capability gate), not when ``static_consumer`` is
 imported.
 """

@@ -44,7 +44,7 @@ EXIT_AUDIT = 1  # describe --check: the audit found problems, or the group is re
 EXIT_USAGE = 2  # argparse's own code for a bad command line
 EXIT_INTERRUPTED = 130
 DEMO_MODULE = "static_consumer_lab.demo"
-DEMO_EXTRA = "'static-consumer[demo]'"
+DEMO_EXTRA = "./ './lab[demo]' (from a checkout: the package index does not have it yet)"
 PROBE_GROUP = "static-consumer-cli"  # probe needs no group; ConsumerSettings requires one
 # settings field -> flag; each overrides STATIC_CONSUMER_<FIELD>
 CONNECTION_FLAGS = {

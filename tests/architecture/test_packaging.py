@@ -8,10 +8,13 @@ import shutil
 import subprocess
 import sys
 import zipfile
+from email.message import Message
 from email.parser import Parser
 from pathlib import Path
 
 import pytest
+
+import static_consumer
 
 ROOT = Path(__file__).resolve().parents[2]
 Wheels = dict[str, zipfile.ZipFile]  # distribution (as in the file name) -> its wheel
@@ -25,7 +28,15 @@ _NOT_SOURCES = shutil.ignore_patterns("__pycache__", "*.so", "build", "*.egg-inf
 def wheels(tmp_path_factory: pytest.TempPathFactory) -> Wheels:
     """Both wheels, built from a copy of the sources (setuptools builds in the source tree)."""
     src, out = tmp_path_factory.mktemp("src"), tmp_path_factory.mktemp("wheels")
-    for name in ("pyproject.toml", "setup.py", "README.md", "lab/pyproject.toml", "lab/README.md"):
+    for name in (
+        "pyproject.toml",
+        "setup.py",
+        "README.md",
+        "LICENSE",
+        "lab/pyproject.toml",
+        "lab/README.md",
+        "lab/LICENSE",
+    ):
         (src / name).parent.mkdir(parents=True, exist_ok=True)
         shutil.copy(ROOT / name, src / name)
     for package in ("static_consumer", "assignors", "lab/static_consumer_lab"):
@@ -77,9 +88,25 @@ def test_the_lab_wheel_holds_the_harness_its_broker_files_and_the_demo(wheels: W
     assert {name.split("/")[0] for name in files} == {"static_consumer_lab"}
 
 
-def test_the_testing_and_demo_extras_install_the_lab(wheels: Wheels) -> None:
+def _metadata(wheel: zipfile.ZipFile) -> Message:
+    name = next(n for n in wheel.namelist() if n.endswith(".dist-info/METADATA"))
+    return Parser().parsestr(wheel.read(name).decode())
+
+
+def test_the_testing_and_demo_extras_install_the_lab_of_the_same_version(wheels: Wheels) -> None:
+    version = static_consumer.__version__
     requires = _requires(wheels["static_consumer"])
-    assert 'static-consumer-lab; extra == "testing"' in requires
-    assert 'static-consumer-lab[demo]; extra == "demo"' in requires
+    assert f'static-consumer-lab=={version}; extra == "testing"' in requires
+    assert f'static-consumer-lab[demo]=={version}; extra == "demo"' in requires
     lab = _requires(wheels["static_consumer_lab"])
-    assert "static-consumer" in lab and 'matplotlib>=3.8; extra == "demo"' in lab
+    assert f"static-consumer=={version}" in lab and 'matplotlib>=3.8; extra == "demo"' in lab
+    assert {_metadata(w)["Version"] for w in wheels.values()} == {version}
+
+
+def test_both_wheels_carry_the_license_and_fitting_classifiers(wheels: Wheels) -> None:
+    for wheel in wheels.values():
+        assert any(n.endswith(".dist-info/licenses/LICENSE") for n in wheel.namelist()), wheel.filename
+        assert _metadata(wheel)["License-Expression"] == "Apache-2.0"
+    runtime = _metadata(wheels["static_consumer"]).get_all("Classifier") or []
+    lab = _metadata(wheels["static_consumer_lab"]).get_all("Classifier") or []
+    assert "Framework :: Pytest" not in runtime and "Framework :: Pytest" in lab

@@ -1,6 +1,6 @@
-"""The decision guide's summary tables (docs/rolling-deploys.md, README) say what the cell tables below
-them say. The cell tables are the measurements (median (min-max) over each cell's runs, as the demo's
-sweep printed them); the summaries are rendered here from them, so a re-measured cell cannot leave a
+"""The decision guide's summary tables (docs/rolling-deploys.md) say what the cell tables below them
+say. The cell tables are the measurements (median (min-max) over each cell's runs, as the demo's sweep
+printed them); the summaries are rendered here from them, so a cell measured again cannot leave a
 summary behind. On a mismatch the assertion shows the text the summary should hold."""
 
 from __future__ import annotations
@@ -11,7 +11,6 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 GUIDE = ROOT / "docs" / "rolling-deploys.md"
-README = ROOT / "README.md"
 
 GROUPS = ("cooperative-sticky", "KIP-848 dynamic", "static (classic)", "static (KIP-848)")
 SHORT = {"cooperative-sticky": "C", "KIP-848 dynamic": "K", "static (classic)": "S", "static (KIP-848)": "SK"}
@@ -161,9 +160,9 @@ def test_the_guide_summary_is_rendered_from_the_cell_tables() -> None:
         assert expected in text, f"docs/rolling-deploys.md should hold:\n{expected}"
 
 
-def test_the_readme_short_guide_is_rendered_from_the_cell_tables() -> None:
+def test_the_short_guide_is_rendered_from_the_cell_tables() -> None:
     expected = short_table(cells(GUIDE.read_text()))
-    assert expected in README.read_text(), f"README.md should hold:\n{expected}"
+    assert expected in GUIDE.read_text(), f"docs/rolling-deploys.md should hold:\n{expected}"
 
 
 def test_the_renderer_reads_a_table_as_printed() -> None:

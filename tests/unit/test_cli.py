@@ -314,7 +314,10 @@ def test_demo_without_the_lab_installed_says_which_extra_to_install(
     out, err = io.StringIO(), io.StringIO()
     code = main(["demo"], stdout=out, stderr=err)
     assert code == 78 and out.getvalue() == ""
-    line = "static-consumer demo: the demo is not installed; pip install 'static-consumer[demo]'\n"
+    line = (
+        "static-consumer demo: the demo is not installed; pip install ./ './lab[demo]' (from a checkout: "
+        "the package index does not have it yet)\n"
+    )
     assert err.getvalue() == line
 
 
