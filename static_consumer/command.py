@@ -6,7 +6,8 @@ Records, settings from the ``STATIC_CONSUMER_*`` environment as a single-process
 other commands (probe, describe, remove-members, scale-down, demo) are :mod:`static_consumer.admin.cli`,
 imported only for them: a pod that runs ``static-consumer run`` does not load the operator tools, and
 kafka-python only for ``--event-log`` (a DescribeGroups per join), the capability check's fallback, and
-the KIP-848 leave and wait for a held instance id (docs/cli.md). Exit codes: those of the pool (docs/pool.md#exit-codes), 2 for a bad command line.
+the KIP-848 leave and wait for a held instance id (docs/cli.md). Exit codes: those of the pool
+(docs/pool.md#exit-codes), 2 for a bad command line.
 """
 
 from __future__ import annotations

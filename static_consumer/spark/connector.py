@@ -17,8 +17,9 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from static_consumer.spark import _maven
-from static_consumer.spark._maven import ConnectorError, cache_root
+from static_consumer._base import maven
+from static_consumer._base.maven import MavenError as ConnectorError
+from static_consumer._base.maven import cache_root
 
 log = logging.getLogger(__name__)
 
@@ -99,7 +100,9 @@ def resolve_kafka_connector(spark_version: str | None = None) -> KafkaConnector:
 def _resolve(version: str, scala: str) -> tuple[tuple[str, ...], bool]:
     # Spark already ships everything else the connector depends on (Scala, Hadoop client, compression).
     keep = [f"spark-token-provider-kafka-0-10_{scala}", "kafka-clients", "commons-pool2"]
-    return _maven.resolve("org.apache.spark", f"spark-sql-kafka-0-10_{scala}", version, keep)
+    connector = maven.Artifact("org.apache.spark", f"spark-sql-kafka-0-10_{scala}", version)
+    resolved = maven.resolve(f"{connector.artifact}-{version}", [connector], keep)
+    return resolved.jars, resolved.cached
 
 
 __all__ = [

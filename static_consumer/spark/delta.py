@@ -19,8 +19,8 @@ import time
 from dataclasses import dataclass
 from importlib import metadata
 
-from static_consumer.spark import _maven
-from static_consumer.spark._maven import ConnectorError
+from static_consumer._base import maven
+from static_consumer._base.maven import MavenError as ConnectorError
 from static_consumer.spark.connector import installed_spark
 
 log = logging.getLogger(__name__)
@@ -95,13 +95,16 @@ def resolve_delta(delta_version: str | None = None) -> DeltaJars:
     ]
     # A fallback is remembered, so later processes do not ask Maven again for what it lacks; delete
     # the file (or pin a version) to try again.
-    choice = _maven.cache_root() / f"delta-for-spark-{spark_version}-delta-{delta_version}.txt"
+    choice = maven.cache_root() / f"delta-for-spark-{spark_version}-delta-{delta_version}.txt"
     if not pinned and choice.exists():
         artifact, _, version = choice.read_text().strip().partition(":")
         tries.insert(0, (artifact, version))
     for artifact, version in tries:
         try:
-            jars, cached = _maven.resolve("io.delta", artifact, version, ["delta-storage"])
+            resolved = maven.resolve(
+                f"{artifact}-{version}", [maven.Artifact("io.delta", artifact, version)], ["delta-storage"]
+            )
+            jars, cached = resolved.jars, resolved.cached
         except ConnectorError as exc:
             failures.append(f"{artifact}:{version}: {exc}")
             continue

@@ -75,7 +75,6 @@ def test_the_lab_wheel_holds_the_harness_its_broker_files_and_the_demo(wheels: W
         "static_consumer_lab/plugin.py",
         "static_consumer_lab/brokers/jvm.py",
         "static_consumer_lab/children/child.py",
-        "static_consumer_lab/pom.xml",  # read through importlib.resources by the JVM harness
         "static_consumer_lab/log4j2.yaml",
         "static_consumer_lab/container/docker-compose.yml",
         "static_consumer_lab/container/Dockerfile",

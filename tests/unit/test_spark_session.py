@@ -106,7 +106,7 @@ def test_delta_jars_are_named_for_the_spark_they_were_built_for(
 def test_delta_falls_back_to_an_earlier_patch_and_remembers_it(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
-    from static_consumer.spark import _maven
+    from static_consumer._base import maven
     from static_consumer.spark import delta as delta_module
 
     monkeypatch.setenv("STATIC_CONSUMER_CACHE_DIR", str(tmp_path))
@@ -114,13 +114,17 @@ def test_delta_falls_back_to_an_earlier_patch_and_remembers_it(
     monkeypatch.setattr(delta_module, "installed_spark", lambda: ("4.2.0", "2.13"))
     asked: list[str] = []
 
-    def fake(group: str, artifact: str, version: str, keep: list[str]) -> tuple[tuple[str, ...], bool]:
-        asked.append(f"{artifact}:{version}")
-        if version != "4.4.0" or artifact != "delta-spark_4.2_2.13":
-            raise _maven.ConnectorError("not found")
-        return (f"/jars/{artifact}-{version}.jar",), False
+    def fake(name: str, artifacts: list[maven.Artifact], keep: list[str]) -> maven.Resolved:
+        (wanted,) = artifacts
+        asked.append(f"{wanted.artifact}:{wanted.version}")
+        if wanted.version != "4.4.0" or wanted.artifact != "delta-spark_4.2_2.13":
+            raise maven.MavenError("not found")
+        jars = tmp_path / name
+        jars.mkdir(exist_ok=True)
+        (jars / wanted.jar).touch()
+        return maven.Resolved(jars, False, 0.0)
 
-    monkeypatch.setattr(_maven, "resolve", fake)
+    monkeypatch.setattr(maven, "resolve", fake)
     found = delta_module.resolve_delta("4.4.1")
     assert (found.version, found.artifact) == ("4.4.0", "delta-spark_4.2_2.13")
     assert asked == ["delta-spark_4.2_2.13:4.4.1", "delta-spark_2.13:4.4.1", "delta-spark_4.2_2.13:4.4.0"]

@@ -11,9 +11,10 @@ tagged with a hash of what decides its content, so a build is done once and redo
   ``server.properties`` as the official ``apache/kafka`` image does (``container/Dockerfile``).
 
 The recipe hash covers every file of ``container/`` that goes into the image, the harness's
-``log4j2.yaml`` and the ``pom.xml`` that picks the jars; the version is ``STATIC_CONSUMER_KAFKA_VERSION``
-or the pinned default. ``python -m static_consumer_lab.brokers.kafka_image build`` builds (or finds) the image
-and prints its tag and how long that took; ``tag`` prints the tag without building.
+``log4j2.yaml`` and the jars besides Kafka's (``classpath.LOG4J_BINDING``); the version is
+``STATIC_CONSUMER_KAFKA_VERSION`` or the pinned default. ``python -m static_consumer_lab.brokers.kafka_image
+build`` builds (or finds) the image and prints its tag and how long that took; ``tag`` prints the tag without
+building.
 """
 
 from __future__ import annotations
@@ -33,7 +34,13 @@ from importlib import resources
 from importlib.resources.abc import Traversable
 from pathlib import Path
 
-from static_consumer_lab.brokers.classpath import HarnessError, cache_root, kafka_version, resolve_classpath
+from static_consumer._base.maven import cache_root
+from static_consumer_lab.brokers.classpath import (
+    LOG4J_BINDING,
+    HarnessError,
+    kafka_version,
+    resolve_classpath,
+)
 
 IMAGE = "static-consumer-kafka"
 BASE_IMAGE = "static-consumer-kafka-base"
@@ -72,7 +79,7 @@ def recipe_hash(source: Traversable | None = None) -> str:
         ("Dockerfile", _recipe_file("Dockerfile", source).read_bytes()),
         ("kafka-run", _recipe_file("kafka-run", source).read_bytes()),
         ("log4j2.yaml", harness.joinpath("log4j2.yaml").read_bytes()),
-        ("pom.xml", harness.joinpath("pom.xml").read_bytes()),
+        ("jars", f"{LOG4J_BINDING}".encode()),  # besides the Kafka version: the broker's log binding
     ]
     return _digest(parts)
 
