@@ -22,7 +22,7 @@ import functools
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from types import TracebackType
-from typing import Any, TypeVar
+from typing import Any, Generic, TypeVar, overload
 
 from static_consumer._base.records import Record, RecordBatch, TopicPartition
 from static_consumer._core.consumer import Commitable, State, StaticConsumer
@@ -35,6 +35,25 @@ from static_consumer.aio._events import EventStream, LoopForwarder
 from static_consumer.settings import ConsumerSettings
 
 T = TypeVar("T")
+
+
+class _FromSync(Generic[T]):
+    """A read-only attribute of the same name of the sync consumer (``self._sync``)."""
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        self._name = name
+
+    @overload
+    def __get__(self, obj: None, owner: type) -> _FromSync[T]: ...
+
+    @overload
+    def __get__(self, obj: AsyncStaticConsumer, owner: type) -> T: ...
+
+    def __get__(self, obj: AsyncStaticConsumer | None, owner: type) -> _FromSync[T] | T:
+        if obj is None:
+            return self
+        value: T = getattr(obj._sync, self._name)
+        return value
 
 
 class AsyncStaticConsumer:
@@ -121,10 +140,6 @@ class AsyncStaticConsumer:
         """Ask :meth:`batches` and retry waits to end. No I/O: safe from signal handlers and any thread."""
         self._sync.stop()
 
-    @property
-    def stopping(self) -> bool:
-        return self._sync.stopping
-
     async def close(self, timeout_s: float | None = None) -> None:
         """Commit processed offsets and close without LeaveGroup (see StaticConsumer.close). Runs after
         a call already on the thread; a cancelled await does not stop the close."""
@@ -138,21 +153,12 @@ class AsyncStaticConsumer:
 
     # -- what it is doing ----------------------------------------------------------------------------
 
-    @property
-    def settings(self) -> ConsumerSettings:
-        return self._sync.settings
-
-    @property
-    def plan(self) -> JoinPlan | None:
-        return self._sync.plan
-
-    @property
-    def instance_id(self) -> str | None:
-        return self._sync.instance_id
-
-    @property
-    def state(self) -> State:
-        return self._sync.state
+    # The sync consumer's own answers, read without a trip to its thread (no client call behind them).
+    settings = _FromSync[ConsumerSettings]()
+    plan = _FromSync[JoinPlan | None]()
+    instance_id = _FromSync[str | None]()
+    state = _FromSync[State]()
+    stopping = _FromSync[bool]()
 
     @property
     def assignment(self) -> tuple[TopicPartition, ...]:
