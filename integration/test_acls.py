@@ -27,8 +27,8 @@ from static_consumer._kafka.acls import GROUP, NEEDS, TOPICS, Acl
 from static_consumer._kafka.probe import probe
 from static_consumer.admin.cli import main
 from static_consumer.settings import ConsumerSettings
+from static_consumer_lab.brokers.authorizer import OPS_USER, AclCluster
 from static_consumer_lab.brokers.kafka_ops import committed_offsets, create_topic, produce, set_group_config
-from static_consumer_lab.secure.authorizer import OPS_USER, AclCluster
 
 PARTITIONS = 3
 RECORDS = 30

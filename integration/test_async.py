@@ -32,10 +32,9 @@ import pytest
 from _side_by_side import raise_first
 
 from static_consumer import ConsumerSettings, State
-from static_consumer._base.errors import FencedInstanceError
+from static_consumer._base.errors import FencedInstanceError, exit_code_for
 from static_consumer._base.records import RecordBatch
 from static_consumer._core.events import Assigned, CommitRefused, Fenced, Revoked
-from static_consumer._core.shutdown import exit_code_for
 from static_consumer.aio import AsyncStaticConsumer, run_until_sigterm
 from static_consumer_lab.brokers import produce
 from static_consumer_lab.brokers.kafka_ops import high_watermarks

@@ -30,6 +30,7 @@ from static_consumer._base.errors import (
     StaticMembershipUnsupportedError,
     UnknownInstanceIdError,
     UnreleasedInstanceIdError,
+    exit_code_for,
 )
 from static_consumer._base.records import Record, RecordBatch, TopicPartition
 from static_consumer._core.consumer import State, StaticConsumer, Status
@@ -51,7 +52,7 @@ from static_consumer._core.events import (
 from static_consumer._core.gate import StaticDecision
 from static_consumer._core.identity import Identity, resolve_identity, validate_instance_id
 from static_consumer._core.modes import decide
-from static_consumer._core.shutdown import exit_code_for, install_sigterm_handler, run_until_sigterm
+from static_consumer._core.shutdown import install_sigterm_handler, run_until_sigterm
 from static_consumer._kafka.capabilities import BrokerCapabilities
 from static_consumer.settings import ConsumerSettings, OAuthBearerToken
 

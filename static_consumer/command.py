@@ -21,9 +21,8 @@ import sys
 from collections.abc import Callable, Sequence
 from typing import Any, TextIO
 
-from static_consumer._base.errors import ConfigurationError, StaticConsumerError
+from static_consumer._base.errors import ConfigurationError, StaticConsumerError, exit_code_for
 from static_consumer._core.events import MembershipListener
-from static_consumer._core.shutdown import exit_code_for
 from static_consumer._security.secrets import ISSUED_TOKENS, env_secrets, scrub
 from static_consumer.pool import WorkerInfo, run_pool
 from static_consumer.settings import ConsumerSettings

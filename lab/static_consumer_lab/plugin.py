@@ -39,8 +39,8 @@ Fixtures:
   (``sasl_bootstrap_servers``; SCRAM-SHA-256 and PLAIN) next to its PLAINTEXT one; ``cluster.sasl``
   holds the users (``alice``, ``bob``) and their random, distinctive passwords.
 - ``kafka_acl_cluster`` (module): a one-node JVM cluster with KRaft's ``StandardAuthorizer``
-  (:mod:`static_consumer_lab.secure.authorizer`): the harness's PLAINTEXT listener and the SASL user ``admin``
-  are super users, the SASL user ``app`` has only the ACLs a test sets with ``cluster.only([...])``;
+  (:mod:`static_consumer_lab.brokers.authorizer`): the harness's PLAINTEXT listener and the SASL user
+  ``admin`` are super users, the SASL user ``app`` has only the ACLs a test sets with ``cluster.only([...])``;
   ``cluster.settings_fields()`` logs in as ``app``. Stopped at the end of the module.
 - ``spark_connect_server`` (session): a Spark Connect server on 127.0.0.1 started from PySpark's own
   launch script, with Spark's Kafka connector and (with delta-spark installed) Delta Lake; ``.url``.
@@ -65,12 +65,12 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 if TYPE_CHECKING:  # the harness is imported by the fixtures that use it, never at plugin load
+    from static_consumer_lab.brokers.authorizer import AclCluster
     from static_consumer_lab.brokers.backends import KafkaCluster
     from static_consumer_lab.brokers.containers import ContainerKafkaCluster
     from static_consumer_lab.brokers.jvm import JvmKafkaCluster, Profile
     from static_consumer_lab.children.group import Group
     from static_consumer_lab.children.processes import ConsumerProcess
-    from static_consumer_lab.secure.authorizer import AclCluster
     from static_consumer_lab.spark_servers import SparkConnectServer, StandaloneCluster
 
 # Loading this plugin (pytest does it in every session where the package is installed) imports only
@@ -356,7 +356,7 @@ def kafka_sasl_cluster(pytestconfig: pytest.Config) -> Iterator[JvmKafkaCluster]
 
 @pytest.fixture(scope="module")
 def kafka_acl_cluster(pytestconfig: pytest.Config) -> Iterator[AclCluster]:
-    from static_consumer_lab.secure.authorizer import start_acl_cluster
+    from static_consumer_lab.brokers.authorizer import start_acl_cluster
 
     acl = start_acl_cluster()
     _clusters.append(acl.cluster)

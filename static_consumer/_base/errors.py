@@ -45,6 +45,7 @@ EXIT_FATAL = 70
 EXIT_TEMPFAIL = 75
 EXIT_CONFIG = 78
 EXIT_FENCED = 82  # the same number as Kafka's FENCED_INSTANCE_ID error code
+EXIT_INTERRUPTED = 130  # shells' convention for SIGINT
 
 
 class StaticConsumerError(Exception):
@@ -198,7 +199,24 @@ class ConsumerClosedError(StaticConsumerError):
     """The consumer was closed (or fenced) and cannot poll or commit any more."""
 
 
+def exit_code_for(exc: BaseException | None) -> int:
+    """Process exit code for how the consumer ended: 0, the error's ``exit_code`` (82 when fenced, 75
+    for retriable, 78 for configuration, 69 for capability, 70 for fatal), 130 for Ctrl-C, else 70. A pod's
+    main ends with ``raise SystemExit(exit_code_for(exc))``."""
+    if exc is None:
+        return EXIT_OK
+    if isinstance(exc, StaticConsumerError):
+        return exc.exit_code
+    if isinstance(exc, KeyboardInterrupt):
+        return EXIT_INTERRUPTED
+    if isinstance(exc, SystemExit) and isinstance(exc.code, int):
+        return exc.code
+    return EXIT_FATAL
+
+
 __all__ = [
+    "EXIT_INTERRUPTED",
+    "exit_code_for",
     "EXIT_CONFIG",
     "EXIT_FATAL",
     "EXIT_FENCED",

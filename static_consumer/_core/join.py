@@ -14,21 +14,14 @@ import logging
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
-from static_consumer._base.codes import ErrorKind
 from static_consumer._base.errors import (
-    AuthenticationError,
     ConfigurationError,
-    FatalConsumerError,
-    StaticConsumerError,
 )
 from static_consumer._core.events import HeldAssignment
 from static_consumer._core.gate import StaticDecision
 from static_consumer._core.identity import Identity, resolve_identity
-from static_consumer._core.seam import AdapterError, ConsumerAdapter, PollError
 from static_consumer._core.seams import Prober
 from static_consumer._kafka.capabilities import BrokerCapabilities
-from static_consumer._security.oauth import first_token, token_error, token_source
-from static_consumer._security.secrets import scrub_for
 from static_consumer._security.tls import check_tls_files
 from static_consumer.settings import ConsumerSettings
 from static_consumer.settings._config import ConfigValue
@@ -85,38 +78,6 @@ def check_locally(
     return identity
 
 
-def build_client(
-    settings: ConsumerSettings,
-    config: dict[str, ConfigValue],
-    factory: Callable[[dict[str, ConfigValue]], ConsumerAdapter],
-) -> ConsumerAdapter:
-    """The consumer client for ``config``: with OAUTHBEARER its first token is fetched first, within
-    ``connect_timeout_s`` (confluent-kafka would wait a fixed 10 s in the constructor for a provider
-    that failed, then raise without its reason); a client that cannot be built is a project error."""
-    first_token(config, settings)
-    try:
-        return factory(config)
-    except AdapterError as exc:
-        raise _refused(settings, config, exc.error) from None
-
-
-def _refused(
-    settings: ConsumerSettings, config: dict[str, ConfigValue], error: PollError
-) -> StaticConsumerError:
-    source = token_source(config)
-    if source is not None and source.failure is not None:
-        return token_error(settings, source.failure)
-    text = scrub_for(settings, f"{error.name}: {error.reason}")
-    if error.kind is ErrorKind.AUTHENTICATION:
-        return AuthenticationError(f"the consumer could not log in ({text}); check the sasl_* settings")
-    if error.kind in (ErrorKind.CONFIGURATION, ErrorKind.TLS):
-        return ConfigurationError(
-            f"the consumer client refused its configuration ({text}); check the ssl_* and sasl_* "
-            "settings and the librdkafka passthrough"
-        )
-    return FatalConsumerError(f"the consumer client could not be created ({text})")
-
-
 def _identity(settings: ConsumerSettings, env: Mapping[str, str], *, optional: bool) -> Identity | None:
     try:
         return resolve_identity(
@@ -170,7 +131,6 @@ def _ask(settings: ConsumerSettings, instance_id: str) -> HeldAssignment | None:
 __all__ = [
     "HeldLookup",
     "JoinPlan",
-    "build_client",
     "check_locally",
     "held_lookup",
     "prepare",

@@ -17,14 +17,21 @@ from dataclasses import dataclass, field
 from enum import Enum
 from typing import TYPE_CHECKING, Any, Protocol
 
-from static_consumer._base.errors import StaticConsumerError
+from static_consumer._base.codes import ErrorKind
+from static_consumer._base.errors import (
+    AuthenticationError,
+    ConfigurationError,
+    FatalConsumerError,
+    StaticConsumerError,
+)
 from static_consumer._base.records import Record, TopicPartition
 from static_consumer._core.events import Dispatcher
-from static_consumer._core.join import JoinPlan, build_client
+from static_consumer._core.join import JoinPlan
 from static_consumer._core.offsets import CommitFlight, OffsetTracker
-from static_consumer._core.seam import ConsumerAdapter, PollError, close_bounded
+from static_consumer._core.seam import AdapterError, ConsumerAdapter, PollError, close_bounded
 from static_consumer._core.seams import Seams
-from static_consumer._security.oauth import TokenSource, token_source
+from static_consumer._security.oauth import TokenSource, first_token, token_error, token_source
+from static_consumer._security.secrets import scrub_for
 from static_consumer.settings import ConsumerSettings
 
 if TYPE_CHECKING:
@@ -380,6 +387,38 @@ class Session:
         failing (:meth:`~static_consumer._security.oauth.TokenSource.lost`); None otherwise and without
         one."""
         return None if self.tokens is None else self.tokens.lost()
+
+
+def build_client(
+    settings: ConsumerSettings,
+    config: dict[str, ConfigValue],
+    factory: Callable[[dict[str, ConfigValue]], ConsumerAdapter],
+) -> ConsumerAdapter:
+    """The consumer client for ``config``: with OAUTHBEARER its first token is fetched first, within
+    ``connect_timeout_s`` (confluent-kafka would wait a fixed 10 s in the constructor for a provider
+    that failed, then raise without its reason); a client that cannot be built is a project error."""
+    first_token(config, settings)
+    try:
+        return factory(config)
+    except AdapterError as exc:
+        raise _refused(settings, config, exc.error) from None
+
+
+def _refused(
+    settings: ConsumerSettings, config: dict[str, ConfigValue], error: PollError
+) -> StaticConsumerError:
+    source = token_source(config)
+    if source is not None and source.failure is not None:
+        return token_error(settings, source.failure)
+    text = scrub_for(settings, f"{error.name}: {error.reason}")
+    if error.kind is ErrorKind.AUTHENTICATION:
+        return AuthenticationError(f"the consumer could not log in ({text}); check the sasl_* settings")
+    if error.kind in (ErrorKind.CONFIGURATION, ErrorKind.TLS):
+        return ConfigurationError(
+            f"the consumer client refused its configuration ({text}); check the ssl_* and sasl_* "
+            "settings and the librdkafka passthrough"
+        )
+    return FatalConsumerError(f"the consumer client could not be created ({text})")
 
 
 __all__ = [

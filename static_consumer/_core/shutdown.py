@@ -19,18 +19,14 @@ from collections.abc import Callable, Iterable, Sequence
 from types import FrameType
 
 from static_consumer._base.errors import (
-    EXIT_FATAL,
-    EXIT_OK,
     CommitFailedError,
     RetriableError,
-    StaticConsumerError,
 )
 from static_consumer._base.records import Record, RecordBatch, TopicPartition
 from static_consumer._core.consumer import StaticConsumer
 
 log = logging.getLogger(__name__)
 
-EXIT_INTERRUPTED = 130  # shells' convention for SIGINT
 _MIN_CLOSE_S = 1.0  # close() gets at least this long even when the batch used up the shutdown bound
 
 
@@ -198,26 +194,11 @@ def run_until_sigterm(
             handler.restore()
 
 
-def exit_code_for(exc: BaseException | None) -> int:
-    """Process exit code for how the consumer ended: 0, the error's ``exit_code`` (82 when fenced, 75
-    for retriable, 78 for configuration, 69 for capability, 70 for fatal), 130 for Ctrl-C, else 70."""
-    if exc is None:
-        return EXIT_OK
-    if isinstance(exc, StaticConsumerError):
-        return exc.exit_code
-    if isinstance(exc, KeyboardInterrupt):
-        return EXIT_INTERRUPTED
-    if isinstance(exc, SystemExit) and isinstance(exc.code, int):
-        return exc.code
-    return EXIT_FATAL
-
-
 __all__ = [
     "BatchCommitter",
     "ShutdownSignal",
     "StopRequest",
     "consume_until_stopped",
-    "exit_code_for",
     "install_sigterm_handler",
     "run_until_sigterm",
 ]

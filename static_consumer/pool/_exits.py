@@ -25,12 +25,12 @@ from static_consumer._base.errors import (
     EXIT_CONFIG,
     EXIT_FATAL,
     EXIT_FENCED,
+    EXIT_INTERRUPTED,
     EXIT_OK,
     EXIT_TEMPFAIL,
     EXIT_UNAVAILABLE,
     ConfigurationError,
 )
-from static_consumer._core.shutdown import EXIT_INTERRUPTED
 
 # Exits that stop the pool instead of a restart, and why.
 NOT_RESTARTED = {

@@ -22,7 +22,7 @@ from traceback import format_exception
 from types import FrameType
 from typing import Any
 
-from static_consumer._base.errors import EXIT_OK, StaticConsumerError
+from static_consumer._base.errors import EXIT_OK, StaticConsumerError, exit_code_for
 from static_consumer._base.records import Record
 from static_consumer._core.consumer import StaticConsumer
 from static_consumer._core.events import (
@@ -37,7 +37,7 @@ from static_consumer._core.events import (
     Revoked,
     StandingBy,
 )
-from static_consumer._core.shutdown import exit_code_for, run_until_sigterm
+from static_consumer._core.shutdown import run_until_sigterm
 from static_consumer._security.secrets import ISSUED_TOKENS, env_secrets, scrub
 from static_consumer.pool._ids import WorkerInfo
 from static_consumer.settings import ConsumerSettings

@@ -27,7 +27,7 @@ from fakes import (
     tp,
 )
 
-from static_consumer._base.errors import FencedInstanceError
+from static_consumer._base.errors import FencedInstanceError, exit_code_for
 from static_consumer._base.records import RecordBatch, TopicPartition
 from static_consumer._core.consumer import State
 from static_consumer._core.events import (
@@ -41,7 +41,6 @@ from static_consumer._core.events import (
     Revoked,
 )
 from static_consumer._core.seams import Seams
-from static_consumer._core.shutdown import exit_code_for
 from static_consumer.aio import AsyncStaticConsumer, run_until_sigterm
 from static_consumer.settings import ConsumerSettings
 from static_consumer_lab.children.loop_lag import LoopLag

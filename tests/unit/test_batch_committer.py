@@ -12,13 +12,13 @@ from typing import Any
 import pytest
 from fakes import MODERN, UNKNOWN_MEMBER, Assign, FakeFactory, Lose, rec, tp
 
-from static_consumer._base.errors import CommitFailedError, FencedInstanceError, RetriableError
+from static_consumer._base.errors import CommitFailedError, FencedInstanceError, RetriableError, exit_code_for
 from static_consumer._base.records import Record
 from static_consumer._core.consumer import State, StaticConsumer
 from static_consumer._core.events import CommitRefused, MembershipListener
 from static_consumer._core.seam import PollError
 from static_consumer._core.seams import Seams
-from static_consumer._core.shutdown import BatchCommitter, exit_code_for, run_until_sigterm
+from static_consumer._core.shutdown import BatchCommitter, run_until_sigterm
 from static_consumer.settings import ConsumerSettings
 
 # What a commit during a coordinator move returned on Kafka 4.3 (a broker of a 3-node cluster stopped).

@@ -14,11 +14,12 @@ from static_consumer._base.errors import (
     ConfigurationError,
     FencedInstanceError,
     StaticMembershipUnsupportedError,
+    exit_code_for,
 )
 from static_consumer._base.records import Record
 from static_consumer._core.consumer import State, StaticConsumer
 from static_consumer._core.seams import Seams
-from static_consumer._core.shutdown import exit_code_for, run_until_sigterm
+from static_consumer._core.shutdown import run_until_sigterm
 from static_consumer.settings import ConsumerSettings
 
 

@@ -6,6 +6,8 @@
   ``kafka_image`` builds that image without a registry
 - ``kafka_ops``: topics, producing, ``describe_consumer_group``, committed offsets
 - ``rebalances``: whether a group rebalanced, read from the broker log (both protocols)
+- ``authorizer``: a broker with KRaft's ``StandardAuthorizer``: super users for the harness, an
+  unprivileged principal and the ACLs a test gives it
 """
 
 from static_consumer_lab.brokers.backends import KafkaCluster, local_cluster, select_backend
