@@ -9,19 +9,19 @@ a :class:`StaticDecision` through :func:`classic` or :func:`consumer`, or raises
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Protocol
 
 from static_consumer._base.errors import (
     CapabilityError,
     ConfigurationError,
     SessionTimeoutOutOfBoundsError,
 )
-from static_consumer._core.policy import MembershipPolicy
+from static_consumer._core.policy import MembershipPolicy, PolicyFields
 from static_consumer._kafka.capabilities import (
     CONSUMER_GROUP_HEARTBEAT,
     STATIC_JOIN_GROUP_VERSION,
     BrokerCapabilities,
 )
-from static_consumer.settings import ConsumerSettings
 
 
 @dataclass(frozen=True)
@@ -33,7 +33,24 @@ class StaticDecision:
     warnings: tuple[str, ...] = ()
 
 
-def classic(settings: ConsumerSettings, caps: BrokerCapabilities) -> StaticDecision:
+
+class GateFields(PolicyFields, Protocol):
+    """The settings the gate reads (``ConsumerSettings`` has them)."""
+
+    @property
+    def session_timeout_ms(self) -> int: ...
+
+    @property
+    def expected_restart_ms(self) -> int | None: ...
+
+    @property
+    def release_margin_s(self) -> float: ...
+
+    @property
+    def release_max_wait_s(self) -> float | None: ...
+
+
+def classic(settings: GateFields, caps: BrokerCapabilities) -> StaticDecision:
     """The gate of a classic-protocol member (``ClassicMode.decide``): the broker's session bounds first
     (a JoinGroup outside them is refused whether static or not), then JoinGroup v5 for an instance id.
 
@@ -60,7 +77,7 @@ def classic(settings: ConsumerSettings, caps: BrokerCapabilities) -> StaticDecis
     return StaticDecision(True, (reason,), tuple(warnings))
 
 
-def consumer(settings: ConsumerSettings, caps: BrokerCapabilities) -> StaticDecision:
+def consumer(settings: GateFields, caps: BrokerCapabilities) -> StaticDecision:
     """The gate of a consumer-protocol (KIP-848) member (``ConsumerMode.decide``).
 
     Raises CapabilityError on a broker without ConsumerGroupHeartbeat (no member of any kind can join,
@@ -91,7 +108,7 @@ def consumer(settings: ConsumerSettings, caps: BrokerCapabilities) -> StaticDeci
     return StaticDecision(True, (reason,), tuple(warnings))
 
 
-def _check_release_bound(settings: ConsumerSettings, session_ms: int) -> None:
+def _check_release_bound(settings: GateFields, session_ms: int) -> None:
     # A crashed member's instance id stays held for up to one session, and the wait for it judges a
     # holder after session + release_margin_s: a bound below that would give up on a restart that was
     # about to succeed (exit 75, and a restart that waits again).
@@ -107,7 +124,7 @@ def _check_release_bound(settings: ConsumerSettings, session_ms: int) -> None:
         )
 
 
-def _check_session_bounds(settings: ConsumerSettings, caps: BrokerCapabilities) -> list[str]:
+def _check_session_bounds(settings: GateFields, caps: BrokerCapabilities) -> list[str]:
     # The coordinator rejects a JoinGroup outside [min, max] with INVALID_SESSION_TIMEOUT, static or not,
     # so this is checked before (and regardless of) the static policy.
     low, high = caps.group_min_session_timeout_ms, caps.group_max_session_timeout_ms
@@ -124,7 +141,7 @@ def _check_session_bounds(settings: ConsumerSettings, caps: BrokerCapabilities) 
 
 
 def session_out_of_bounds(
-    settings: ConsumerSettings, caps: BrokerCapabilities | None, *, refused: str | None = None
+    settings: GateFields, caps: BrokerCapabilities | None, *, refused: str | None = None
 ) -> SessionTimeoutOutOfBoundsError:
     """The error for a ``session_timeout_ms`` outside the broker's group bounds: found by the gate from
     ``caps``, or ``refused`` by the coordinator (INVALID_SESSION_TIMEOUT; the bounds may then be unknown,
@@ -151,7 +168,7 @@ def session_out_of_bounds(
     )
 
 
-def _restart_warning(what: str, timeout_ms: int, settings: ConsumerSettings, fix: str) -> list[str]:
+def _restart_warning(what: str, timeout_ms: int, settings: GateFields, fix: str) -> list[str]:
     restart = settings.expected_restart_ms
     if restart is None or timeout_ms >= restart:
         return []
@@ -166,6 +183,7 @@ def _version_note(caps: BrokerCapabilities) -> str:
 
 
 __all__ = [
+    "GateFields",
     "StaticDecision",
     "classic",
     "consumer",

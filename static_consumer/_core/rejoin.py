@@ -52,13 +52,13 @@ from static_consumer._base.errors import (
 from static_consumer._base.records import TopicPartition
 from static_consumer._core.events import Fenced
 from static_consumer._core.failures import unreleased_error
+from static_consumer._core.gate import GateFields
 from static_consumer._core.policy import MembershipPolicy
 from static_consumer._core.seam import ConsumerAdapter, GroupWatch, PollError
 from static_consumer._core.session import Session, State
 from static_consumer._core.standby import TRY_S, join_attempt, joined_again, stand_by
 from static_consumer._kafka.capabilities import BrokerCapabilities
 from static_consumer._kafka.groups import GroupMember
-from static_consumer.settings import ConsumerSettings
 
 log = logging.getLogger(__name__)
 
@@ -101,7 +101,7 @@ class ReleaseBudget:
         return replace(self, session_s=session_ms / 1000)
 
 
-def release_budget(settings: ConsumerSettings, caps: BrokerCapabilities | None) -> ReleaseBudget:
+def release_budget(settings: GateFields, caps: BrokerCapabilities | None) -> ReleaseBudget:
     """The budget from the probed session (the group's override, else the broker's, else the broker's
     maximum, which bounds every override) and the settings."""
     session_ms = KAFKA_MAX_CONSUMER_SESSION_MS

@@ -18,7 +18,6 @@ from typing import TYPE_CHECKING, Protocol
 
 from static_consumer._base.codes import ErrorKind, classify
 from static_consumer._base.records import Record, RecordBatch, TopicPartition
-from static_consumer.settings import ConsumerSettings
 
 if TYPE_CHECKING:
     from static_consumer._kafka.groups import GroupDescription
@@ -165,9 +164,6 @@ class GroupWatch(Protocol):
     def close(self) -> None: ...
 
 
-GroupWatchFactory = Callable[[ConsumerSettings], GroupWatch]
-
-
 def close_bounded(adapter: ConsumerAdapter, timeout_s: float, log: logging.Logger) -> bool:
     """Close ``adapter`` in a helper thread, waiting at most ``timeout_s``. False if it did not return.
 
@@ -199,7 +195,6 @@ __all__ = [
     "CommitResult",
     "ConsumerAdapter",
     "GroupWatch",
-    "GroupWatchFactory",
     "PollError",
     "RebalanceCallback",
     "close_bounded",

@@ -15,21 +15,21 @@ from typing import TYPE_CHECKING, Protocol
 
 from static_consumer._core.seam import ConsumerAdapter, GroupWatch
 from static_consumer._kafka.capabilities import BrokerCapabilities
-from static_consumer.settings import ConsumerSettings
+from static_consumer.settings._views import Cluster
 
 if TYPE_CHECKING:
     from static_consumer.settings._config import ConfigValue
 
 AdapterFactory = Callable[[dict[str, "ConfigValue"]], ConsumerAdapter]
-MemberRemover = Callable[[ConsumerSettings, str], bool]
-GroupWatchFactory = Callable[[ConsumerSettings], GroupWatch]
+MemberRemover = Callable[[Cluster, str], bool]
+GroupWatchFactory = Callable[[Cluster], GroupWatch]
 
 
 class Prober(Protocol):
     """Asks the broker what it can do. ``group_overrides``: also read the group's own KIP-848 session
     and heartbeat overrides (the consumer protocol's mode asks for them)."""
 
-    def __call__(self, settings: ConsumerSettings, *, group_overrides: bool) -> BrokerCapabilities: ...
+    def __call__(self, settings: Cluster, *, group_overrides: bool) -> BrokerCapabilities: ...
 
 
 def confluent_adapter(config: dict[str, ConfigValue]) -> ConsumerAdapter:
@@ -39,7 +39,7 @@ def confluent_adapter(config: dict[str, ConfigValue]) -> ConsumerAdapter:
     return ConfluentAdapter(config)
 
 
-def probe_broker(settings: ConsumerSettings, *, group_overrides: bool) -> BrokerCapabilities:
+def probe_broker(settings: Cluster, *, group_overrides: bool) -> BrokerCapabilities:
     """The default :class:`Prober`: librdkafka's ApiVersions and DescribeConfigs (kafka-python only as a
     fallback), imported here and not before, so a process that never starts a consumer never loads it."""
     from static_consumer._kafka.probe import probe
@@ -47,7 +47,7 @@ def probe_broker(settings: ConsumerSettings, *, group_overrides: bool) -> Broker
     return probe(settings, group_overrides=group_overrides)
 
 
-def remove_static_member(settings: ConsumerSettings, instance_id: str) -> bool:
+def remove_static_member(settings: Cluster, instance_id: str) -> bool:
     """The default member remover: an admin LeaveGroup by instance id, imported only when a
     consumer-protocol member leaves its group."""
     from static_consumer._kafka.members import remove_static_member as remove
@@ -55,7 +55,7 @@ def remove_static_member(settings: ConsumerSettings, instance_id: str) -> bool:
     return remove(settings, instance_id)
 
 
-def open_group_watch(settings: ConsumerSettings) -> GroupWatch:
+def open_group_watch(settings: Cluster) -> GroupWatch:
     """The default group watch (one confluent-kafka AdminClient), for a refused KIP-848 join or a member
     standing by: its module is loaded then."""
     from static_consumer._kafka.watch import ConfluentGroupWatch

@@ -30,7 +30,7 @@ from static_consumer._base.codes import (
 )
 from static_consumer._base.errors import AuthorizationError
 from static_consumer._security.secrets import scrub_for
-from static_consumer.settings import ConsumerSettings
+from static_consumer.settings._views import Cluster
 
 CLUSTER_NAME = "kafka-cluster"  # the one name a CLUSTER resource has
 
@@ -194,7 +194,7 @@ def _topics(topics: Sequence[str]) -> str:
     return ", ".join(literal) if literal else "each topic the group reads"
 
 
-def principal_of(settings: ConsumerSettings) -> str:
+def principal_of(settings: Cluster) -> str:
     """How the brokers most likely name the client (``User:<name>`` for SASL PLAIN/SCRAM)."""
     protocol, mechanism = settings.security_protocol, settings.sasl_mechanism
     if protocol.startswith("SASL") and mechanism != "OAUTHBEARER" and settings.sasl_username:
@@ -207,7 +207,7 @@ def principal_of(settings: ConsumerSettings) -> str:
 
 
 def authorization_error(
-    settings: ConsumerSettings,
+    settings: Cluster,
     code: int | None,
     text: str,
     doing: str,

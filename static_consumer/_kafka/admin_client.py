@@ -23,13 +23,13 @@ from static_consumer._kafka.acls import authorization_error, code_in
 from static_consumer._security.oauth import first_token, token_error, token_source
 from static_consumer._security.secrets import scrub_for
 from static_consumer._security.tls import check_tls_files
-from static_consumer.settings import ConsumerSettings
 from static_consumer.settings._config import admin_config
+from static_consumer.settings._views import Cluster
 
 LIBRDKAFKA_LOG = logging.getLogger("static_consumer.admin.librdkafka")
 
 
-def librdkafka_admin(settings: ConsumerSettings, doing: str, **callbacks: Any) -> Any:
+def librdkafka_admin(settings: Cluster, doing: str, **callbacks: Any) -> Any:
     """A confluent-kafka AdminClient for ``settings`` (``callbacks`` such as ``error_cb`` added to its
     config), built only after the local checks, its constructor's errors classified.
 
@@ -50,7 +50,7 @@ def librdkafka_admin(settings: ConsumerSettings, doing: str, **callbacks: Any) -
 
 
 def construction_error(
-    exc: Exception, config: Mapping[str, Any], settings: ConsumerSettings, doing: str
+    exc: Exception, config: Mapping[str, Any], settings: Cluster, doing: str
 ) -> StaticConsumerError:
     """The project error for a librdkafka client that could not be built from ``config``: the token
     provider's reason when it failed, else the error classified through the table."""
@@ -70,7 +70,7 @@ def kafka_exception(exc: Exception) -> tuple[ErrorKind, str]:
     return kind, text
 
 
-def credentials(settings: ConsumerSettings) -> tuple[str, str]:
+def credentials(settings: Cluster) -> tuple[str, str]:
     """Who the client logs in as, and the settings to check when the brokers refuse it."""
     if settings.sasl_mechanism == "OAUTHBEARER":
         return (
@@ -84,7 +84,7 @@ def credentials(settings: ConsumerSettings) -> tuple[str, str]:
     )
 
 
-def error_for(kind: ErrorKind, text: str, settings: ConsumerSettings, doing: str) -> StaticConsumerError:
+def error_for(kind: ErrorKind, text: str, settings: Cluster, doing: str) -> StaticConsumerError:
     """The project error for a classified broker error met while ``doing`` something."""
     text = scrub_for(settings, text)
     if kind is ErrorKind.AUTHENTICATION:

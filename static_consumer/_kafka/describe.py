@@ -19,17 +19,17 @@ from static_consumer._base.records import TopicPartition
 from static_consumer._kafka import kafka_python
 from static_consumer._kafka.admin_client import error_for, kafka_exception, librdkafka_admin
 from static_consumer._kafka.groups import GroupDescription, GroupMember
-from static_consumer.settings import ConsumerSettings
+from static_consumer.settings._views import Cluster
 
 
-def describe_group(settings: ConsumerSettings, group_id: str | None = None) -> GroupDescription:
+def describe_group(settings: Cluster, group_id: str | None = None) -> GroupDescription:
     """Members, instance ids, hosts and assignments of the group, as the coordinator sees them now."""
     group = group_id or settings.group_id
     with kafka_python.kafka_admin(settings, f"describe group {group}") as admin:
         return describe_with(admin, settings, group)
 
 
-def describe_with(admin: Any, settings: ConsumerSettings, group_id: str) -> GroupDescription:
+def describe_with(admin: Any, settings: Cluster, group_id: str) -> GroupDescription:
     """Describe ``group_id`` through an open kafka-python ``admin`` session (which the caller goes on
     using, e.g. to remove members): DescribeGroups first (it carries subscriptions), ConsumerGroupDescribe
     for KIP-848 groups, which the classic API answers with GROUP_ID_NOT_FOUND."""
@@ -71,7 +71,7 @@ def _from_describe_groups(group_id: str, raw: Mapping[str, Any]) -> GroupDescrip
     )
 
 
-def describe_consumer_protocol(settings: ConsumerSettings, group_id: str) -> GroupDescription:
+def describe_consumer_protocol(settings: Cluster, group_id: str) -> GroupDescription:
     """Describe a group through confluent-kafka (ConsumerGroupDescribe for KIP-848 groups)."""
     from confluent_kafka import KafkaException
 

@@ -29,8 +29,8 @@ from static_consumer._kafka.login import failed_login, login_refusal
 from static_consumer._security.oauth import first_token, token_error, token_source
 from static_consumer._security.secrets import scrubbed_logs, secrets_of
 from static_consumer._security.tls import check_tls_files
-from static_consumer.settings import ConsumerSettings
 from static_consumer.settings._config import kafka_python_config
+from static_consumer.settings._views import Cluster
 
 CLIENT_ID = "static-consumer-admin"
 # kafka-python's own errors that carry no broker code: the cluster did not answer in time.
@@ -57,7 +57,7 @@ def kind_of_text(text: str) -> ErrorKind:
 
 
 @contextmanager
-def admin_client(settings: ConsumerSettings, client_id: str) -> Iterator[Any]:
+def admin_client(settings: Cluster, client_id: str) -> Iterator[Any]:
     """A KafkaAdminClient for ``settings``, closed on exit (also when its bootstrap fails).
 
     Raises kafka-python errors (a refused SASL login mostly as a bootstrap timeout, see module docs), or
@@ -96,7 +96,7 @@ def admin_client(settings: ConsumerSettings, client_id: str) -> Iterator[Any]:
 
 
 @contextmanager
-def kafka_admin(settings: ConsumerSettings, doing: str) -> Iterator[Any]:
+def kafka_admin(settings: Cluster, doing: str) -> Iterator[Any]:
     """A kafka-python KafkaAdminClient for ``doing`` (e.g. "describe group g"), closed on exit.
 
     Broker errors raised inside the block are translated (see :func:`translate`). The local checks (TLS
@@ -114,7 +114,7 @@ def kafka_admin(settings: ConsumerSettings, doing: str) -> Iterator[Any]:
         raise translate(explain(exc, settings), settings, doing) from None
 
 
-def explain(exc: kafka_errors.KafkaError, settings: ConsumerSettings) -> kafka_errors.KafkaError:
+def explain(exc: kafka_errors.KafkaError, settings: Cluster) -> kafka_errors.KafkaError:
     """The SASL refusal behind a kafka-python timeout or lost connection, if the brokers refuse the
     credentials; else ``exc`` itself.
 
@@ -129,7 +129,7 @@ def explain(exc: kafka_errors.KafkaError, settings: ConsumerSettings) -> kafka_e
     return exc
 
 
-def translate(exc: BaseException, settings: ConsumerSettings, doing: str) -> StaticConsumerError:
+def translate(exc: BaseException, settings: Cluster, doing: str) -> StaticConsumerError:
     """The project error for a kafka-python error met while ``doing`` something."""
     return error_for(kind_of(exc), str(exc) or type(exc).__name__, settings, doing)
 

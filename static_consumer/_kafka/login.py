@@ -18,8 +18,8 @@ from static_consumer._base.codes import TRANSPORT, ErrorKind, classify
 from static_consumer._kafka.admin_client import LIBRDKAFKA_LOG, librdkafka_admin
 from static_consumer._security.secrets import scrub_for
 from static_consumer._security.tls import speaks_tls
-from static_consumer.settings import ConsumerSettings
 from static_consumer.settings._defaults import CLIENT_DEFAULTS
+from static_consumer.settings._views import Cluster
 
 
 class Login(Enum):
@@ -77,7 +77,7 @@ class _LoginLog:
             self.api_versions[int(api.group(2))] = (int(api.group(3)), int(api.group(4)))
 
 
-def _tls_listener(settings: ConsumerSettings, hung_up: list[tuple[str, int]]) -> str | None:
+def _tls_listener(settings: Cluster, hung_up: list[tuple[str, int]]) -> str | None:
     """With a non-TLS ``security_protocol``: the reason, when a broker that hung up during ApiVersions
     answers a TLS handshake (checked once, with Python's ``ssl``, only after librdkafka saw the hang-up)."""
     if settings.security_protocol.endswith("SSL") or not hung_up:
@@ -88,7 +88,7 @@ def _tls_listener(settings: ConsumerSettings, hung_up: list[tuple[str, int]]) ->
     return f"{host}:{port} hung up on the ApiVersions request and answers a TLS handshake: a TLS listener"
 
 
-def login_refusal(settings: ConsumerSettings, timeout_s: float | None = None) -> str | None:
+def login_refusal(settings: Cluster, timeout_s: float | None = None) -> str | None:
     """The brokers' reason for refusing the configured SASL credentials; None when they accept them,
     cannot be reached, or SASL is not configured. Waits at most ``timeout_s`` (``connect_timeout_s``)."""
     login, reason = check_login(settings, timeout_s)
@@ -100,7 +100,7 @@ OnAccepted = Callable[[Any, _LoginLog], None]
 
 
 def failed_login(
-    settings: ConsumerSettings, on_accepted: OnAccepted | None = None
+    settings: Cluster, on_accepted: OnAccepted | None = None
 ) -> tuple[ErrorKind, str] | None:
     """Log in with librdkafka before kafka-python does: the kind and text of a login that failed for
     certain (refused, a failed TLS handshake, a PLAINTEXT client on a TLS port, or no answer within
@@ -133,7 +133,7 @@ QUICK_RECONNECT = {"reconnect.backoff.ms": CLIENT_DEFAULTS["reconnect.backoff.ms
 
 
 def check_login(
-    settings: ConsumerSettings, timeout_s: float | None = None, *, on_accepted: OnAccepted | None = None
+    settings: Cluster, timeout_s: float | None = None, *, on_accepted: OnAccepted | None = None
 ) -> tuple[Login, str | None]:
     """Log in with librdkafka and ask for metadata: what the brokers made of the credentials and the TLS
     handshake, with their reason when they refused (secrets masked). Returns at the first refusal,

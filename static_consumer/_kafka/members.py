@@ -17,7 +17,7 @@ from kafka.admin import MemberToRemove
 from static_consumer._base.errors import CapabilityError, RetriableError
 from static_consumer._kafka import kafka_python
 from static_consumer._kafka.groups import RemovalFailure
-from static_consumer.settings import ConsumerSettings
+from static_consumer.settings._views import Cluster
 
 
 def leave(
@@ -49,7 +49,7 @@ def leave(
     return tuple(removed), tuple(absent), tuple(failed)
 
 
-def remove_static_member(settings: ConsumerSettings, instance_id: str) -> bool:
+def remove_static_member(settings: Cluster, instance_id: str) -> bool:
     """Remove this consumer's own static member (one LeaveGroup v3+ by instance id). True if it was
     removed, False if the broker no longer knew it; raises StaticConsumerError when refused or unreachable."""
     group = settings.group_id

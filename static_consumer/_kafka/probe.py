@@ -28,7 +28,7 @@ from static_consumer._kafka.admin_client import credentials, tls_hint
 from static_consumer._kafka.capabilities import GROUP_CONFIGS, BrokerCapabilities
 from static_consumer._kafka.login import failed_login
 from static_consumer._security.secrets import scrub_for
-from static_consumer.settings import ConsumerSettings
+from static_consumer.settings._views import Cluster
 
 if TYPE_CHECKING:
     import kafka.errors as kafka_errors
@@ -43,7 +43,7 @@ GROUP_OVERRIDES = {
 
 
 def probe(
-    settings: ConsumerSettings, *, group_overrides: bool = False, broker_version: bool = False
+    settings: Cluster, *, group_overrides: bool = False, broker_version: bool = False
 ) -> BrokerCapabilities:
     """Read ApiVersions and group.* configs from one live broker of the cluster.
 
@@ -82,7 +82,7 @@ def probe(
         raise _error(explain(exc, settings), settings) from None
 
 
-def _log_in_first(settings: ConsumerSettings, on_accepted: Any) -> None:
+def _log_in_first(settings: Cluster, on_accepted: Any) -> None:
     """With SASL, a wrong password ends the start at the brokers' first refusal; with TLS, a certificate
     either side refuses ends it at the failed handshake, and a PLAINTEXT client on a TLS port at the
     broker's disconnect (``failed_login``). A TLS file no client can load, or an OAUTHBEARER provider
@@ -99,7 +99,7 @@ def _log_in_first(settings: ConsumerSettings, on_accepted: Any) -> None:
         raise _error(kafka_errors.KafkaConnectionError(text), settings)
 
 
-def _error(exc: kafka_errors.KafkaError, settings: ConsumerSettings) -> StaticConsumerError:
+def _error(exc: kafka_errors.KafkaError, settings: Cluster) -> StaticConsumerError:
     from static_consumer._kafka.kafka_python import kind_of
 
     kind = kind_of(exc)
@@ -122,7 +122,7 @@ def _error(exc: kafka_errors.KafkaError, settings: ConsumerSettings) -> StaticCo
 
 
 def _from_librdkafka(
-    client: Any, api_versions: dict[int, tuple[int, int]], settings: ConsumerSettings, group_overrides: bool
+    client: Any, api_versions: dict[int, tuple[int, int]], settings: Cluster, group_overrides: bool
 ) -> list[BrokerCapabilities]:
     """The capabilities from the login check's librdkafka client: the ApiVersions of the broker it logged
     in to (as librdkafka logged them) and the group configs of the lowest live broker id, as the
@@ -264,7 +264,7 @@ def _with_group_overrides(admin: Any, group_id: str, caps: BrokerCapabilities) -
     return replace(caps, **overrides) if overrides else caps
 
 
-def _scrub(exc: BaseException, settings: ConsumerSettings) -> str:
+def _scrub(exc: BaseException, settings: Cluster) -> str:
     """The exception text with any configured secret masked (error texts can echo connection config)."""
     return scrub_for(settings, str(exc))
 
@@ -276,6 +276,8 @@ def main(argv: list[str] | None = None) -> None:
     import sys
 
     args = sys.argv[1:] if argv is None else argv
+    from static_consumer.settings import ConsumerSettings
+
     settings = ConsumerSettings(bootstrap_servers=args[0], group_id=CLIENT_ID, connect_timeout_s=10)
     print(json.dumps(probe(settings).to_dict(), indent=1))
 

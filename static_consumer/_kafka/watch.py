@@ -30,7 +30,7 @@ from static_consumer._base.records import TopicPartition
 from static_consumer._kafka.admin_client import librdkafka_admin
 from static_consumer._kafka.describe import ask_consumer_group
 from static_consumer._kafka.groups import GroupDescription
-from static_consumer.settings import ConsumerSettings
+from static_consumer.settings._views import Cluster
 
 log = logging.getLogger(__name__)
 NO_OFFSET = -1  # no committed offset (librdkafka reports OFFSET_INVALID, -1001)
@@ -40,7 +40,7 @@ SESSION_OVERRIDE = "consumer.session.timeout.ms"  # a KIP-848 group's own sessio
 class ConfluentGroupWatch:
     """Looks at this consumer's group through one AdminClient, each look bounded by ``connect_timeout_s``."""
 
-    def __init__(self, settings: ConsumerSettings) -> None:
+    def __init__(self, settings: Cluster) -> None:
         self._group = settings.group_id
         self._timeout = settings.connect_timeout_s
         self._admin: Any = librdkafka_admin(settings, f"watch group {settings.group_id}")

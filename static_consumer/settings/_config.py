@@ -28,6 +28,7 @@ from static_consumer._security.oauth import kafka_python_token_provider, librdka
 from static_consumer.settings._defaults import CLIENT_DEFAULTS
 from static_consumer.settings._model import ConsumerSettings
 from static_consumer.settings._rules import split_servers
+from static_consumer.settings._views import Cluster
 
 # librdkafka's OAUTHBEARER token callback: the one value in a client config that is not a scalar.
 OAuthCallback = Callable[[str], tuple[str, float, str, dict[str, str]]]
@@ -37,7 +38,7 @@ ConfigValue = str | int | float | bool | OAuthCallback
 _CONNECTION_PREFIXES = ("ssl.", "sasl.", "socket.", "client.", "broker.address.", "enable.ssl.")
 
 
-def _security(settings: ConsumerSettings) -> dict[str, ConfigValue]:
+def _security(settings: Cluster) -> dict[str, ConfigValue]:
     key_password = settings.ssl_key_password
     cfg: dict[str, ConfigValue] = {"security.protocol": settings.security_protocol}
     optional = {
@@ -88,7 +89,7 @@ def consumer_config(
     return cfg
 
 
-def admin_config(settings: ConsumerSettings) -> dict[str, ConfigValue]:
+def admin_config(settings: Cluster) -> dict[str, ConfigValue]:
     """confluent-kafka AdminClient/Producer config: bootstrap, security and connection passthrough keys.
 
     All values are strings, but ``oauth_cb`` (OAUTHBEARER).
@@ -100,7 +101,7 @@ def admin_config(settings: ConsumerSettings) -> dict[str, ConfigValue]:
     return cfg
 
 
-def kafka_python_config(settings: ConsumerSettings) -> dict[str, object]:
+def kafka_python_config(settings: Cluster) -> dict[str, object]:
     """Keyword arguments for kafka-python 3 clients (used by the capability probe)."""
     timeout_ms = max(1, int(settings.connect_timeout_s * 1000))
     cfg: dict[str, object] = {
