@@ -4,4 +4,5 @@
 - ``codes``: the one table of Kafka and librdkafka error codes: name, kind, retriability, meaning
 - ``records``: ``Record``, ``RecordBatch``, ``RecordList``, ``TopicPartition``
 - ``retry``: bounded tenacity policies derived from ``error.retriable``
+- ``connections``: failed broker connections, told in a few lines (``static_consumer.connections``)
 """

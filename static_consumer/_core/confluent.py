@@ -50,12 +50,15 @@ from static_consumer._base.codes import (
     TOPIC_AUTHORIZATION_FAILED,
     UNRELEASED_INSTANCE_ID,
 )
+from static_consumer._base.connections import LibrdkafkaLog
 from static_consumer._base.records import Record, RecordBatch, RecordList, TopicPartition
 from static_consumer._base.records.impl import wrap, wrap_one
 from static_consumer._core.seam import AdapterError, CommitResult, PollError, RebalanceCallback
+from static_consumer._security.secrets import ISSUED_TOKENS, is_secret_key, scrub
 from static_consumer.settings._config import ConfigValue
 
-# librdkafka's own log lines (SESSTMOUT, MAXPOLL, FATAL, ...) go to this logger instead of stderr.
+# librdkafka's own log lines (SESSTMOUT, MAXPOLL, FATAL, ...) go to this logger instead of stderr; a
+# failed broker connection goes there at DEBUG and is told on ``static_consumer.connections``.
 LIBRDKAFKA_LOGGER = logging.getLogger("static_consumer.librdkafka")
 
 # The broker error behind a _FATAL is only in its text; librdkafka builds that text from its own
@@ -197,7 +200,8 @@ class ConfluentAdapter:
         cfg: dict[str, Any] = dict(config)
         cfg["error_cb"] = self._on_error
         cfg["on_commit"] = self._on_commit  # the result of begin_commit, served by poll/consume
-        cfg["logger"] = LIBRDKAFKA_LOGGER
+        secrets = tuple(v for k, v in cfg.items() if isinstance(v, str) and v and is_secret_key(k))
+        cfg["logger"] = LibrdkafkaLog(LIBRDKAFKA_LOGGER, lambda s: ISSUED_TOKENS.scrub(scrub(s, secrets)))
         try:
             self._consumer = confluent_kafka.Consumer(cfg)
         except confluent_kafka.KafkaException as exc:  # e.g. a TLS key it cannot load (-186)

@@ -12,7 +12,7 @@ from __future__ import annotations
 import logging
 import math
 
-from static_consumer._base.codes import ErrorKind
+from static_consumer._base.codes import TRANSPORT, ErrorKind
 from static_consumer._base.records import Record, RecordBatch
 from static_consumer._core.failures import check_token, die, ends_session, scrubbed
 from static_consumer._core.ownership import pump, settle
@@ -111,6 +111,9 @@ def handle_error(session: Session, error: PollError) -> bool:
             if session.instance_id is not None
             else "the member left the group and its partitions will be reassigned",
         )
+    elif error.code == TRANSPORT or error.kind is ErrorKind.UNREACHABLE:
+        # A failed broker connection: librdkafka logs it too, and static_consumer.connections tells it.
+        log.debug("kafka error %s: %s (still polling)", error.name, error.reason)
     elif error.kind is not ErrorKind.PARTITION_EOF and session.error_log.allow(error.code):
         log.warning("kafka error %s: %s (still polling)", error.name, error.reason)
     return False

@@ -11,6 +11,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from static_consumer._base.codes import ErrorKind, classify
+from static_consumer._base.connections import LibrdkafkaLog
 from static_consumer._base.errors import (
     AuthenticationError,
     BrokerUnavailableError,
@@ -26,7 +27,14 @@ from static_consumer._security.tls import check_tls_files
 from static_consumer.settings._config import admin_config
 from static_consumer.settings._views import Cluster
 
+# The admin clients' librdkafka lines; a failed broker connection is told on static_consumer.connections.
 LIBRDKAFKA_LOG = logging.getLogger("static_consumer.admin.librdkafka")
+
+
+def librdkafka_log(settings: Cluster) -> LibrdkafkaLog:
+    """The ``logger`` of an admin client for ``settings``: its lines on :data:`LIBRDKAFKA_LOG`, secrets
+    masked, failed connections told on ``static_consumer.connections``."""
+    return LibrdkafkaLog(LIBRDKAFKA_LOG, lambda text: scrub_for(settings, text))
 
 
 def librdkafka_admin(settings: Cluster, doing: str, **callbacks: Any) -> Any:
@@ -41,7 +49,7 @@ def librdkafka_admin(settings: Cluster, doing: str, **callbacks: Any) -> Any:
     from confluent_kafka.admin import AdminClient
 
     check_tls_files(settings)
-    config: dict[str, Any] = {**admin_config(settings), "logger": LIBRDKAFKA_LOG, **callbacks}
+    config: dict[str, Any] = {**admin_config(settings), "logger": librdkafka_log(settings), **callbacks}
     first_token(config, settings, doing)
     try:
         return AdminClient(config)
@@ -145,5 +153,6 @@ __all__ = [
     "error_for",
     "kafka_exception",
     "librdkafka_admin",
+    "librdkafka_log",
     "tls_hint",
 ]

@@ -10,12 +10,19 @@ operator tools), never by the consume path. Two kafka-python 3.0 behaviours are 
 - At DEBUG it logs its whole configuration (SASL password included) and every request, including the
   SASL PLAIN authentication bytes, which hold the password. While a client lives, a filter on the
   ``kafka`` loggers masks the configured secrets in every record.
+- It logs 15-20 INFO lines per client (bootstrap, connections, its network thread) and 3-4 lines at
+  WARNING and ERROR per failed connection attempt. The records of the library's own clients (those of
+  their network thread, named after the client id) are at DEBUG on their ``kafka.*`` loggers, and their
+  failed connections are told by ``static_consumer.connections`` (:class:`SessionRecords`); the library
+  reports what its calls came to itself. Records of the application's own kafka-python clients are left
+  as they are.
 """
 
 from __future__ import annotations
 
+import logging
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
@@ -23,11 +30,12 @@ import kafka.errors as kafka_errors
 from kafka.admin import KafkaAdminClient
 
 from static_consumer._base.codes import CODES, ErrorKind, classify
+from static_consumer._base.connections import CONNECTIONS, ConnectionLog, reason_of
 from static_consumer._base.errors import StaticConsumerError
 from static_consumer._kafka.admin_client import error_for
 from static_consumer._kafka.login import failed_login, login_refusal
 from static_consumer._security.oauth import first_token, token_error, token_source
-from static_consumer._security.secrets import scrubbed_logs, secrets_of
+from static_consumer._security.secrets import install_filter, scrub_for, scrubbed_logs, secrets_of
 from static_consumer._security.tls import check_tls_files
 from static_consumer.settings._config import kafka_python_config
 from static_consumer.settings._views import Cluster
@@ -56,6 +64,65 @@ def kind_of_text(text: str) -> ErrorKind:
     return classify(int(match.group(1))) if match else ErrorKind.OTHER
 
 
+class SessionRecords(logging.Filter):
+    """On the ``kafka`` loggers while one of the library's kafka-python clients lives: the records of its
+    network thread (``kafka-io-<client_id>``) at DEBUG (dropped where DEBUG is not enabled), and each
+    connection it lost told by ``connections``. Other threads' records pass untouched.
+
+    kafka-python names a node's address only where it starts connecting to it (``Attempting bootstrap
+    to %s at %s:%s``, ``Initializing connection for node_id %s at %s:%s``: the node id, host and port as
+    the record's arguments), and a failed attempt in ``%s: Connection lost: %s`` (the connection, with
+    its ``node_id``, and the exception); both are read from the records' arguments, not their text."""
+
+    def __init__(
+        self,
+        client_id: str,
+        bootstrap: str,
+        scrub: Callable[[str], str],
+        connections: ConnectionLog = CONNECTIONS,
+    ) -> None:
+        super().__init__()
+        self._thread = f"kafka-io-{client_id}"
+        self._bootstrap = bootstrap
+        self._scrub = scrub
+        self._connections = connections
+        self._nodes: dict[str, str] = {}
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if record.threadName != self._thread:
+            return True
+        self._note(record)
+        if not logging.getLogger(record.name).isEnabledFor(logging.DEBUG):
+            return False
+        record.levelno, record.levelname = logging.DEBUG, logging.getLevelName(logging.DEBUG)
+        return True
+
+    def _note(self, record: logging.LogRecord) -> None:
+        args = record.args if isinstance(record.args, tuple) else ()
+        if len(args) >= 3 and isinstance(args[1], str) and str(args[2]).isdigit():
+            self._nodes[str(args[0])] = f"{args[1]}:{args[2]}"
+        elif (
+            record.levelno >= logging.WARNING
+            and len(args) == 2
+            and hasattr(args[0], "node_id")
+            and isinstance(args[1], BaseException)
+        ):
+            address = self._nodes.get(str(args[0].node_id), self._bootstrap)
+            self._connections.failed(address, self._scrub(reason_of(str(args[1]))), source=record.name)
+
+
+@contextmanager
+def quiet_session(settings: ConsumerSettings, client_id: str) -> Iterator[None]:
+    """:class:`SessionRecords` on the ``kafka`` loggers while the block runs."""
+    records = SessionRecords(client_id, settings.bootstrap_servers, lambda text: scrub_for(settings, text))
+    loggers = install_filter(records)
+    try:
+        yield
+    finally:
+        for logger in loggers:
+            logger.removeFilter(records)
+
+
 @contextmanager
 def admin_client(settings: Cluster, client_id: str) -> Iterator[Any]:
     """A KafkaAdminClient for ``settings``, closed on exit (also when its bootstrap fails).
@@ -76,7 +143,7 @@ def admin_client(settings: Cluster, client_id: str) -> Iterator[Any]:
     cfg = kafka_python_config(settings) | {"client_id": client_id, "kafka_client": recording_factory}
     first_token(cfg, settings)  # a provider that gives no token ends here, with its reason
     tokens = token_source(cfg)
-    with scrubbed_logs(secrets_of(settings)):
+    with scrubbed_logs(secrets_of(settings)), quiet_session(settings, client_id):
         admin = None
         try:
             admin = KafkaAdminClient(**cfg)
@@ -134,4 +201,13 @@ def translate(exc: BaseException, settings: Cluster, doing: str) -> StaticConsum
     return error_for(kind_of(exc), str(exc) or type(exc).__name__, settings, doing)
 
 
-__all__ = ["CLIENT_ID", "admin_client", "explain", "kafka_admin", "kind_of", "kind_of_text", "translate"]
+__all__ = [
+    "CLIENT_ID",
+    "SessionRecords",
+    "admin_client",
+    "explain",
+    "kafka_admin",
+    "kind_of",
+    "kind_of_text",
+    "translate",
+]

@@ -15,7 +15,8 @@ from enum import Enum
 from typing import Any
 
 from static_consumer._base.codes import TRANSPORT, ErrorKind, classify
-from static_consumer._kafka.admin_client import LIBRDKAFKA_LOG, librdkafka_admin
+from static_consumer._base.connections import LibrdkafkaLog
+from static_consumer._kafka.admin_client import LIBRDKAFKA_LOG, librdkafka_admin, librdkafka_log
 from static_consumer._security.secrets import scrub_for
 from static_consumer._security.tls import speaks_tls
 from static_consumer.settings._defaults import CLIENT_DEFAULTS
@@ -56,17 +57,18 @@ _API_VERSION = re.compile(r"\]: (\S+):\s+ApiKey \S+ \((\d+)\) Versions (\d+)\.\.
 
 
 class _LoginLog:
-    """librdkafka's log for the login check: forwarded to the admin logger, the addresses that hung up
-    during ApiVersions noted, and with ``debug=feature`` the ApiVersions of the first broker that answered
-    (confluent-kafka calls ``log(level, fmt, *args)`` on any object)."""
+    """librdkafka's log for the login check: forwarded to ``sink`` (the admin clients' log), the addresses
+    that hung up during ApiVersions noted, and with ``debug=feature`` the ApiVersions of the first broker
+    that answered (confluent-kafka calls ``log(level, fmt, *args)`` on any object)."""
 
-    def __init__(self) -> None:
+    def __init__(self, sink: LibrdkafkaLog | None = None) -> None:
         self.hung_up: list[tuple[str, int]] = []
         self.api_versions: dict[int, tuple[int, int]] = {}
         self._api_broker: str | None = None
+        self._sink = LibrdkafkaLog(LIBRDKAFKA_LOG) if sink is None else sink
 
     def log(self, level: int, fmt: str, *args: object) -> None:
-        LIBRDKAFKA_LOG.log(level, fmt, *args)
+        self._sink.log(level, fmt, *args)
         line = fmt % args if args else fmt
         match = _HUNG_UP.search(line)
         if match is not None:
@@ -162,7 +164,7 @@ def check_login(
         elif kind is ErrorKind.UNREACHABLE:
             unreachable.append(text)
 
-    log = _LoginLog()
+    log = _LoginLog(librdkafka_log(settings))
     doing = f"brokers at {settings.bootstrap_servers}"
     # on_accepted reads librdkafka's own ApiVersions (the capability probe): logged with debug=feature.
     debug = {} if on_accepted is None else {"debug": "feature"}

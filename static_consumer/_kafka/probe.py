@@ -5,8 +5,8 @@ asks every broker for its ApiVersions when it connects and, with ``debug=feature
 by line; the group configs come from the same client's DescribeConfigs. librdkafka has no API for the
 ApiVersions, so when no such line was logged (another librdkafka's text, say) kafka-python asks instead:
 the gate never decides without the broker's own answer. kafka-python is imported only on that path (its
-import costs more than the rest of a static restart). Every client is closed before returning, also when the
-bootstrap fails. The consumer imports this module when it starts (the capability gate), not when
+import costs more than the rest of a static restart). Every client is closed before returning, also when
+the bootstrap fails. The consumer imports this module when it starts (the capability gate), not when
 ``static_consumer`` is imported.
 """
 

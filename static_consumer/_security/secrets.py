@@ -142,9 +142,10 @@ class SecretFilter(logging.Filter):
 ISSUED_TOKENS = SecretFilter(keep=64)
 
 
-def install_filter(secret_filter: SecretFilter, prefix: str = "kafka") -> list[logging.Logger]:
-    """Add ``secret_filter`` to every existing logger named ``prefix`` or ``prefix.*`` (once each): a
-    logger's filters apply only to records created on that very logger. Returns those loggers."""
+def install_filter(secret_filter: logging.Filter, prefix: str = "kafka") -> list[logging.Logger]:
+    """Add ``secret_filter`` (a :class:`SecretFilter`, or another filter of the library's client records)
+    to every existing logger named ``prefix`` or ``prefix.*`` (once each): a logger's filters apply only to
+    records created on that very logger. Returns those loggers."""
     names = [n for n in logging.Logger.manager.loggerDict if n == prefix or n.startswith(prefix + ".")]
     loggers = [logging.getLogger(n) for n in (prefix, *names)]
     for logger in loggers:
