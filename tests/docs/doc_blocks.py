@@ -80,11 +80,14 @@ def environment(bootstrap: str, group: str, topic: str) -> dict[str, str]:
     return env
 
 
-def start(block: Block, cwd: Path, bootstrap: str, env: dict[str, str]) -> subprocess.Popen[str]:
+def start(
+    block: Block, cwd: Path, bootstrap: str, env: dict[str, str], python: str = sys.executable
+) -> subprocess.Popen[str]:
+    """Start ``block`` with ``python`` (this interpreter unless told), its output merged."""
     script = cwd / f"example_{block.line}.py"
     script.write_text(block.program(bootstrap), encoding="utf-8")
     return subprocess.Popen(
-        [sys.executable, script.name],
+        [python, script.name],
         cwd=cwd,
         env=env,
         stdout=subprocess.PIPE,
@@ -93,9 +96,16 @@ def start(block: Block, cwd: Path, bootstrap: str, env: dict[str, str]) -> subpr
     )
 
 
-def run(block: Block, cwd: Path, bootstrap: str, env: dict[str, str], timeout_s: float) -> tuple[int, str]:
+def run(
+    block: Block,
+    cwd: Path,
+    bootstrap: str,
+    env: dict[str, str],
+    timeout_s: float,
+    python: str = sys.executable,
+) -> tuple[int, str]:
     """Run ``block`` to its end; its exit code and output."""
-    process = start(block, cwd, bootstrap, env)
+    process = start(block, cwd, bootstrap, env, python)
     try:
         out, _ = process.communicate(timeout=timeout_s)
     except subprocess.TimeoutExpired:

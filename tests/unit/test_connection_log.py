@@ -8,6 +8,7 @@ import logging
 import socket
 import threading
 import time
+from collections.abc import Iterator
 
 import kafka.errors as kafka_errors
 import pytest
@@ -28,6 +29,18 @@ REFUSED = (
     "FAIL [rdkafka#consumer-1] [thrd:127.0.0.1:1/bootstrap]: 127.0.0.1:1/bootstrap: Connect to "
     "ipv4#127.0.0.1:1 failed: Connection refused (after 0ms in state CONNECT)"
 )
+
+
+@pytest.fixture(autouse=True)
+def loggers_as_configured() -> Iterator[None]:
+    """The client loggers at their default level: a command-line test may have quietened them."""
+    names = ("kafka", "static_consumer", LIBRDKAFKA_LOG.name)
+    levels = {name: logging.getLogger(name).level for name in names}
+    for name in names:
+        logging.getLogger(name).setLevel(logging.NOTSET)
+    yield
+    for name, level in levels.items():
+        logging.getLogger(name).setLevel(level)
 
 
 class Clock:

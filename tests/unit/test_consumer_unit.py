@@ -206,11 +206,23 @@ def test_poll_returns_records_and_fires_assigned() -> None:
 
 
 def test_non_fatal_errors_are_logged_rate_limited_and_not_raised(caplog: pytest.LogCaptureFixture) -> None:
-    c, _, _ = consumer([TRANSPORT_ERROR, TRANSPORT_ERROR, OutOfBand(TRANSPORT_ERROR), rec(0, 1)])
+    timed_out = PollError(7, "REQUEST_TIMED_OUT", "Broker: Request timed out", fatal=False, retriable=True)
+    c, _, _ = consumer([timed_out, timed_out, OutOfBand(timed_out), rec(0, 1)])
     with caplog.at_level(logging.WARNING, logger="static_consumer"), c:
         results = [c.poll(0.1) for _ in range(4)]
     assert results == [None, None, None, rec(0, 1)]
-    assert sum("_TRANSPORT" in r.getMessage() for r in caplog.records) == 1
+    assert sum("REQUEST_TIMED_OUT" in r.getMessage() for r in caplog.records) == 1
+
+
+def test_a_failed_broker_connection_is_left_to_the_connection_log(caplog: pytest.LogCaptureFixture) -> None:
+    """librdkafka reports a failed connection twice, as an error and as a log line; the log line is what
+    static_consumer.connections tells (the first at WARNING, then summaries), so the error is at DEBUG."""
+    c, _, _ = consumer([TRANSPORT_ERROR, OutOfBand(TRANSPORT_ERROR), rec(0, 1)])
+    with caplog.at_level(logging.DEBUG, logger="static_consumer"), c:
+        results = [c.poll(0.1) for _ in range(3)]
+    assert results == [None, None, rec(0, 1)]
+    transport = [r.levelname for r in caplog.records if "_TRANSPORT" in r.getMessage()]
+    assert transport == ["DEBUG", "DEBUG"]
 
 
 def test_listener_exception_is_reraised_from_poll_and_record_not_lost() -> None:
