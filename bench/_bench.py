@@ -1,9 +1,10 @@
 """What the benchmarks share: producing test records, timing a pass, and summarising interleaved passes.
 
-Benchmarks run on a shared machine, so every comparison is made pass by pass: the loops of one round run
-back to back (in alternating order from round to round), each wrapper pass is divided by the baseline
-pass of its own round, and the median of those per-round ratios is reported with its spread. Load drift
-between rounds then cancels instead of landing on whichever loop ran during the busy minute.
+Load on the machine drifts while a benchmark runs, so every comparison is made pass by pass: the loops
+of one round run back to back (in alternating order from round to round), each wrapper pass is divided
+by the baseline pass of its own round, and the median of those per-round ratios is reported with its
+spread. Load drift between rounds then cancels instead of landing on whichever loop ran during the busy
+minute.
 """
 
 from __future__ import annotations

@@ -198,8 +198,8 @@ def aiokafka(bootstrap: str, topic: str, group: str, instance: str, count: int) 
 CLIENTS: dict[str, Callable[..., dict[str, float]]] = {
     "confluent-kafka": confluent,
     "confluent-kafka (library's settings)": lambda *a, **k: confluent(*a, same_settings=True, **k),
-    # For context, not a goal: librdkafka's own asynchronous commit, unordered and unchecked (the loop
-    # never learns of a failure, and two in flight can land out of order).
+    # For context, not a mode the library offers: librdkafka's own asynchronous commit, unordered and
+    # unchecked (the loop never learns of a failure, and two in flight can land out of order).
     "confluent-kafka (library's settings, async commits)": lambda *a, **k: confluent(
         *a, same_settings=True, asynchronous=True, **k
     ),

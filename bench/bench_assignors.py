@@ -2,8 +2,8 @@
 
     python bench/bench_assignors.py [--partitions 100000] [--members 1000] [--topics 100]
 
-Prints the best of three wall-clock timings per planner (goal: under 1 s each at 100,000
-partitions x 1,000 members), then how many partitions change owner when one pod or member
+Prints the best of three wall-clock timings per planner (each under 1 s at 100,000
+partitions x 1,000 members is the bar), then how many partitions change owner when one pod or member
 with the next ordinal / instance id joins, and how evenly each scheme spreads every topic.
 """
 

@@ -13,7 +13,7 @@ the resident set size (VmRSS) of each consumer is read from /proc. Printed per c
 first minute (warm: librdkafka's fetch queues have filled), at the end, the peak (VmHWM), and the slope
 of a least-squares line through the samples after the first minute, in MB per minute; "flat" when the
 line rises less than 5 MB over the measured span (a leak of one byte per record would be 9 MB here).
-Not a test. Run it alone on the machine (heavy-exclusive here) so that the producer keeps its rate.
+Not a test. Run it with nothing else busy on the machine, so that the producer keeps its rate.
 
 ``--full-rate RECORDS``: RECORDS records of ``--size`` bytes (no headers, uncompressed) are produced
 first, and each consumer process then reads the whole topic again and again, as fast as it can, for

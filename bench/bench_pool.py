@@ -552,7 +552,7 @@ def main() -> None:
     parser.add_argument("--protocols", default="classic,consumer")
     args = parser.parse_args()
     print(machine())
-    print(f"load average (1/5 min) at start {load()}; the machine is shared with other sessions")
+    print(f"load average (1/5 min) at start {load()}; timings vary with it")
     with (
         tempfile.TemporaryDirectory(prefix="bench-pool-") as tmp,
         JvmKafkaCluster(1, profile="stock") as cluster,

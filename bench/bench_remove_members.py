@@ -5,7 +5,7 @@
 Starts real consumers (librdkafka configured exactly as StaticConsumer configures it, from
 ConsumerSettings), SIGKILLs one, then either runs ``static-consumer remove-members`` (the console
 script, in a subprocess, as an operator would) or waits. Prints the seconds from the command (or from
-the kill) until the survivors own every partition again. Goal for remove-members: under 5 s.
+the kill) until the survivors own every partition again, and whether remove-members stayed under 5 s.
 
 The broker comes from KAFKA_BOOTSTRAP_SERVERS, else the harness (Docker or the JVM, see docs/testing.md).
 """
@@ -26,7 +26,7 @@ from static_consumer_lab.brokers import create_topic, local_cluster
 from static_consumer_lab.children.processes import ConsumerProcess, wait_until
 from static_consumer_lab.children.specs import confluent_spec
 
-GOAL_S = 5.0
+BOUND_S = 5.0
 
 
 def run(bootstrap: str, args: argparse.Namespace, remove: bool) -> tuple[float, float | None]:
@@ -103,8 +103,8 @@ def main() -> None:
     spread = f"{best:.2f} - {worst:.2f}"
     print(f"  {'static-consumer remove-members':<38} {spread:>20}  (the command took {commands} s)")
     print(f"  {'session-timeout expiry (no command)':<38} {expired:>20.2f}")
-    verdict = "met" if worst < GOAL_S else "MISSED"
-    print(f"goal: remove-members under {GOAL_S:.0f} s: {verdict}; {expired / worst:.0f}x sooner than expiry")
+    verdict = "yes" if worst < BOUND_S else "no"
+    print(f"remove-members under {BOUND_S:.0f} s: {verdict}; {expired / worst:.0f}x sooner than expiry")
 
 
 if __name__ == "__main__":

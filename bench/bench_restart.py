@@ -21,7 +21,7 @@ and every member commits after each batch:
 
 Prints one row per scenario: times in seconds from the kill, SIGTERM or start of the duplicate, as
 median [min-max] over the runs; the refused joins and session expiries the broker logged; and the load
-average, since timings on a shared machine vary with it. "old member gone" is when ConsumerGroupDescribe
+average, since timings vary with the machine's load. "old member gone" is when ConsumerGroupDescribe
 (polled every 0.25 s) stopped listing the old member id: its expiry under KIP-848 after a crash, its
 replacement otherwise; it can trail the restart's assignment by a poll, hence small negative "gone ->
 assigned". "others took its partitions": whether another member was assigned any of the restarted

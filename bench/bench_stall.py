@@ -1,5 +1,5 @@
 """A member paused past its session timeout: records of partitions it no longer owns, with and without the
-stall guard, side by side in one run (issue 22).
+stall guard, side by side in one run.
 
     python bench/bench_stall.py [--runs 3] [--protocols classic consumer] [--session-ms 6000]
                                 [--pause-s 12] [--members 3] [--partitions 6] [--rate 200]

@@ -1,6 +1,6 @@
 """How much of a restart is imports: a ladder of fresh interpreters, each step importing one thing more.
 
-Restart to first record (issue 28) is timed from process start. Raw confluent-kafka's script imports only
+Restart to first record is timed from process start. Raw confluent-kafka's script imports only
 ``confluent_kafka``; a StaticConsumer's also imports the settings model's pydantic and pydantic-settings
 and the library itself. Each step starts ``--processes`` fresh ``python -c`` processes (after compiling
 the library to bytecode, as a wheel install has it) and prints the minimum and median wall time, run by

@@ -5,7 +5,7 @@
 
 In one process, with embedded local Spark and Delta (``spark_session(delta=True)``), batches of
 ``--records`` records (100 B values, 6 partitions, offsets continuing batch after batch) are written,
-``--batches`` per table and way, the ways interleaved batch by batch so load on the shared machine hits
+``--batches`` per table and way, the ways interleaved batch by batch so load on the machine hits
 all of them alike; each repeat starts new tables:
 
 - ``delta append``: ``df.write.format("delta").mode("append")``, no exactly-once;

@@ -18,8 +18,8 @@ records, per path:
   a raw AdminClient;
 
 each with the time to fail, and whether any configured secret (key password, token) showed up in the
-message or in the DEBUG logs. Prints a Markdown table and writes the raw rows as JSON. Timings on a
-shared machine are noisy; every row is one run.
+message or in the DEBUG logs. Prints a Markdown table and writes the raw rows as JSON. Timings vary
+with the machine's load; every row is one run.
 """
 
 from __future__ import annotations

@@ -9,8 +9,8 @@
  * checkout of the same version; neither is committed here), e.g.:
  *   LIBS=.venv/lib/python3.11/site-packages/confluent_kafka.libs
  *   cc -O2 -I $LIBRDKAFKA_SRC/src bench/rdkafka_read.c $LIBS/librdkafka-*.so.1 \
- *      -Wl,-rpath,$PWD/$LIBS -o /tmp/rdkafka_read
- *   /tmp/rdkafka_read BOOTSTRAP TOPIC COUNT sync|none [key=value ...]
+ *      -Wl,-rpath,$PWD/$LIBS -o rdkafka_read
+ *   ./rdkafka_read BOOTSTRAP TOPIC COUNT sync|none [key=value ...]
  */
 #include <stdio.h>
 #include <stdlib.h>

@@ -1,4 +1,4 @@
-"""Least privilege (issue 27): on a broker with KRaft's StandardAuthorizer, the ACLs docs/security.md lists
+"""Least privilege: on a broker with KRaft's StandardAuthorizer, the ACLs docs/security.md lists
 (``static_consumer._kafka.acls.NEEDS``) are enough for the consumer under both protocols, the probe and the
 operator tools, and without any one of them the pod main (``run_until_sigterm``) ends with a typed error
 naming the ACL, exit 78, within seconds, where librdkafka would retry the refused request forever.

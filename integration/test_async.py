@@ -1,4 +1,4 @@
-"""AsyncStaticConsumer on a real broker, both group protocols (issue 19).
+"""AsyncStaticConsumer on a real broker, both group protocols.
 
 - A clean static restart of the asyncio runner (a signal through the loop: finish the batch, commit,
   close without leaving) gets the same partitions back, the bystander (a StaticConsumer child process)
@@ -204,7 +204,7 @@ def test_the_loop_stays_responsive_while_consuming_a_full_topic_at_full_rate(fac
 
     # At full rate the consumer allocates fast, and every full collection of the garbage collector
     # stops all threads, the loop's too, for as long as scanning the whole heap takes (in a diagnostic
-    # run on the loaded shared machine: one every 0.1-0.3 s, 15-146 ms each). In a long pytest session
+    # run on a loaded 2-core machine: one every 0.1-0.3 s, 15-146 ms each). In a long pytest session
     # that heap is mostly the test suite's; frozen, the objects from before the read are no longer
     # scanned, while the consumer's own allocations still are.
     gc.freeze()
@@ -384,7 +384,7 @@ def _wait(condition: Callable[[], bool], what: str, timeout_s: float = WAIT_S) -
         time.sleep(0.1)
 
 
-BLOCK_S = 16.0  # issue 27's: past max_poll_interval_ms (7 s) + session (6 s)
+BLOCK_S = 16.0  # past max_poll_interval_ms (7 s) + session (6 s)
 
 
 # One runner per protocol in the same event loop, each stopped by a signal of its own.
@@ -392,7 +392,7 @@ RIDE_OUT_SIGNALS = {"classic": signal.SIGUSR2, "consumer": signal.SIGUSR1}
 
 
 def test_the_asyncio_runner_rides_out_a_commit_refused_after_a_blocked_handler(factories: Factories) -> None:
-    """Issue 27 through the asyncio runner: its handler awaits a slow call past max.poll.interval +
+    """A blocked handler through the asyncio runner: its handler awaits a slow call past max.poll.interval +
     session, the other member takes the partitions, and the batch's commit is refused. The runner does
     not end: a CommitRefused event, the member rejoins and handles records again, and it hands out no
     record of a partition the other member owned then; nothing is lost, committed offsets never go

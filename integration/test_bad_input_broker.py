@@ -1,4 +1,4 @@
-"""Bad input fails with a clear, typed error in bounded time (issue 3, scenario h).
+"""Bad input fails with a clear, typed error in bounded time.
 
 Unit tests cover the rules themselves: Kafka's instance-id rule and its messages
 (tests/unit/test_identity.py), every library-owned passthrough key and the classic-only keys under KIP-848
@@ -157,7 +157,7 @@ def test_a_missing_topic_and_a_regex_matching_nothing_end_in_a_configuration_err
 ) -> None:
     existing = kafka_topic_factory(partitions=2)
     missing, pattern = f"missing-{uuid.uuid4().hex[:8]}", f"^nomatch-{uuid.uuid4().hex[:8]}-.*"
-    # The pod route: the bound comes from the environment (before the fix this variable was ignored).
+    # The pod route: the bound comes from the environment variable, which settings must read.
     monkeypatch.setenv("STATIC_CONSUMER_MISSING_TOPIC_TIMEOUT_S", str(MISSING_TOPIC_TIMEOUT_S))
     settings = _settings(
         kafka_bootstrap_servers,

@@ -1,4 +1,4 @@
-"""Broker faults on a real cluster (issues 9 and 15): static members ride out broker restarts and outages.
+"""Broker faults on a real cluster: static members ride out broker restarts and outages.
 
 The two 3-node scenarios cover both group protocols, classic and consumer (KIP-848), on one 3-node
 cluster shared by the module (each test leaves every node running and every replica in sync):
@@ -291,8 +291,8 @@ def test_unreachable_bootstrap_servers_fail_start_with_a_retriable_error_after_t
         connect_timeout_s=bound_s,
     )
 
-    # The client is built while the capability gate asks the broker (issue 28: a restart reaches its
-    # first record sooner), so one may exist here; what must hold is that it never subscribes or is
+    # The client is built while the capability gate asks the broker (a restart reaches its first
+    # record sooner), so one may exist here; what must hold is that it never subscribes or is
     # assigned anything (nothing joins before the gate passed) and is closed when the gate fails.
     built: list[_Watched] = []
 

@@ -1,4 +1,4 @@
-"""The capability gate on a real broker (issue 3, scenario g).
+"""The capability gate on a real broker.
 
 The gate reads the broker's ApiVersions and group configs before the client exists, so a consumer that
 cannot join correctly fails clearly and at once instead of being rejected by the coordinator later (or,

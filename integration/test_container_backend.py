@@ -1,4 +1,4 @@
-"""The default backend choice on the real machine (issue 30), part of ``pytest -k container``.
+"""The default backend choice on the real machine, part of ``pytest -k container``.
 
 Before: with a Docker engine answering and no compose plugin, the harness ran ``docker compose -f ...``
 anyway and every broker fixture (and ``static-consumer demo``) crashed with ``returned 125: unknown

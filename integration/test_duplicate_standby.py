@@ -1,4 +1,4 @@
-"""duplicate_policy='wait' on a real broker (issue 27): two pod mains (``run_until_sigterm``) with one
+"""duplicate_policy='wait' on a real broker: two pod mains (``run_until_sigterm``) with one
 instance id. The process that would exit 82 (classic: the older, fenced one; KIP-848: the newcomer)
 stands by instead: no exception, a ``StandingBy`` event, no record handled while the other owns the id.
 Once the owner stops (a SIGTERM's close, no leave), the one standing by joins and consumes, without
@@ -9,7 +9,7 @@ take-over after the owner's close is a join the broker accepts after the static 
 members' session is 10 s. Under the classic protocol the topic is idle while the duplicate joins, so the
 first pod learns of the fence from a heartbeat, inside ``poll()``; a fence found by a commit stands by the
 same way, then that commit raises CommitFailedError (tests/unit/test_standby.py), which the batch loop must
-ride out (issue 27, part A).
+ride out.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Group formation under group.initial.rebalance.delay.ms (KIP-134) on a real broker (issue 9).
+"""Group formation under group.initial.rebalance.delay.ms (KIP-134) on a real broker.
 
 The coordinator holds the first rebalance of an empty group for the delay, and starts the wait again at
 every join (up to the rebalance timeout, max_poll_interval_ms here). Static members that all start

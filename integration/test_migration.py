@@ -1,4 +1,4 @@
-"""Migrations of a running group, one pod at a time (issues 9 and 15, docs/migration.md).
+"""Migrations of a running group, one pod at a time (docs/migration.md).
 
 Dynamic to static membership: during the rollout every replacement is a rebalance (the dynamic member
 leaves, the static one is a new member) and the audit reports the group as mixed; nothing is lost. Once

@@ -1,4 +1,4 @@
-"""assignment_mode='ordinal' on a real broker (issue 4).
+"""assignment_mode='ordinal' on a real broker.
 
 Three StatefulSet-style pods (POD_NAME app-0..2, replicas=3) on a 7-partition topic: every partition is
 consumed by exactly one pod, nobody ever joins the group (describe shows no members, so no rebalance can

@@ -1,4 +1,4 @@
-"""Process pools on a real broker (issue 29): two pods, each ``static-consumer run --processes 2``.
+"""Process pools on a real broker: two pods, each ``static-consumer run --processes 2``.
 
 For both protocols side by side (classic on the stock broker, KIP-848 on the lab one), what users run
 (the command, its status and event-log files; the scale-down command in a process of its own):
@@ -247,7 +247,7 @@ def _restart_stop_and_scale_down(
         assert pod.stop(timeout_s=SHUTDOWN_S + 30) == 0, pod.describe()
 
 
-FENCE_BOUND_S = 10.0  # issue 3: a fenced member exits within 10 s (integration/test_static_fencing.py)
+FENCE_BOUND_S = 10.0  # a fenced member exits within 10 s (integration/test_static_fencing.py)
 
 
 def test_a_fenced_worker_stops_its_pool_with_82_instead_of_restarting_into_a_fight(

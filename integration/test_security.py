@@ -1,4 +1,4 @@
-"""Secure listeners (issue 9): everything works through a SASL_PLAINTEXT listener with the same
+"""Secure listeners: everything works through a SASL_PLAINTEXT listener with the same
 ConsumerSettings, a wrong password is a typed error within a bound, and the password never shows up in
 logs (DEBUG, kafka-python and librdkafka included), reprs, CLI output or exception messages.
 
@@ -189,8 +189,8 @@ def test_a_wrong_password_is_an_authentication_error_within_the_bound(
 
     error: StaticConsumerError = info.value
     print(f"{mechanism}: wrong password -> {type(error).__name__} after {elapsed:.2f} s")
-    # One librdkafka login round trip names the refusal (before issue 16: kafka-python's bootstrap
-    # timed out first).
+    # One librdkafka login round trip names the refusal (kafka-python's bootstrap would wait out
+    # its timeout first).
     assert elapsed < 2 * CONNECT_TIMEOUT_S + 2
     assert isinstance(error, ConfigurationError) and not error.retriable and error.exit_code == 78
     assert "'alice'" in str(error) and mechanism in str(error) and "sasl_password" in str(error)
@@ -203,8 +203,8 @@ def test_a_wrong_password_is_an_authentication_error_within_the_bound(
 def test_the_first_refusal_ends_a_start_with_the_default_connect_timeout(
     kafka_sasl_cluster: JvmKafkaCluster, kafka_group_id_factory: Callable[..., str]
 ) -> None:
-    # Issue 16: with connect_timeout_s at its default (30 s) a wrong SCRAM password took about 31 s,
-    # kafka-python waiting out its bootstrap because it drops the broker's refusal.
+    # With connect_timeout_s at its default (30 s), a wrong SCRAM password ends the start at the first
+    # refusal: kafka-python alone would wait out its bootstrap, as it drops the broker's refusal.
     settings = settings_for(
         kafka_sasl_cluster,
         kafka_group_id_factory(),
@@ -221,7 +221,7 @@ def test_the_first_refusal_ends_a_start_with_the_default_connect_timeout(
     elapsed = time.monotonic() - began
 
     print(f"wrong password with connect_timeout_s=30 -> AuthenticationError after {elapsed:.2f} s")
-    assert elapsed < settings.connect_timeout_s / 2  # seconds, not the connect timeout (shared machine)
+    assert elapsed < settings.connect_timeout_s / 2  # seconds, not the connect timeout (a loaded machine)
 
 
 def test_the_cli_reports_a_wrong_password_as_a_configuration_error(

@@ -44,7 +44,7 @@ pytestmark = pytest.mark.lab_broker(
 )
 
 
-BLOCK_S = 16.0  # issue 27's blocked handler: past max_poll_interval_ms (7 s) + session (6 s)
+BLOCK_S = 16.0  # a blocked handler: past max_poll_interval_ms (7 s) + session (6 s)
 
 
 @pytest.fixture(scope="module", params=["local", "standalone"])
@@ -227,7 +227,7 @@ def test_a_pod_whose_fn_blocks_past_its_session_rides_out_the_refused_commit(
     kafka_consumer_process_factory: Callable[..., ConsumerProcess],
     tmp_path: Path,
 ) -> None:
-    """Issue 27 through the Spark runner: fn blocks 16 s, past max_poll_interval_ms (7 s) + session
+    """A blocked handler through the Spark runner: fn blocks 16 s, past max_poll_interval_ms (7 s) + session
     (6 s: the classic members' own, the KIP-848 group's config on the lab broker); the other member
     takes the partitions and the batch's commit is refused. The pod does not exit: a CommitRefused
     event, it rejoins and processes batches again, none of them of a partition the other member owned

@@ -94,7 +94,7 @@ def standalone_stream(
 
 
 def pod_spec(session: dict[str, Any], bootstrap: str, group: str, topic: str, **extra: Any) -> dict[str, Any]:
-    # A first Delta write (creating the table) took 40 s on the shared 2-core machine: well within
+    # A first Delta write (creating the table) took 40 s on a loaded 2-core machine (one run): well within
     # the poll interval here, so that a slow machine does not turn into a member leaving the group.
     consumer = settings(bootstrap, group, topic).model_copy(update={"max_poll_interval_ms": 180_000})
     return {

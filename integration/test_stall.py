@@ -1,4 +1,4 @@
-"""A member paused (SIGSTOP) past its session timeout hands out no record it no longer owns (issue 22).
+"""A member paused (SIGSTOP) past its session timeout hands out no record it no longer owns.
 
 Two static members share a 4-partition topic while records are produced at 200/s. The victim is frozen
 twice: first for less than its session (the broker keeps it; the stall guard checks with one commit and
@@ -7,7 +7,7 @@ what librdkafka fetched before the freeze). Checked against the other member's o
 guard checked after the wake-up (``StaticConsumer.checked_at``, after the client returned it) is handed
 out, and no offset committed after it, for a partition the other member owned at that instant; a batch
 checked before the freeze may be handed out after it (the freeze fell inside ``consume()``) and its
-commit must be refused. Also (issue 15): no silent stall and no exit (the victim rejoins and consumes
+commit must be refused. Also: no silent stall and no exit (the victim rejoins and consumes
 again, the other member carried the victim's partitions on), nothing is lost, the group's committed
 offsets never go backwards, and the final ones are the high watermarks.
 

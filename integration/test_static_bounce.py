@@ -1,9 +1,9 @@
 """Rolling bounces on a real broker: static members restart without revoking anyone's partitions.
 
-Issue 3, scenarios a) rolling bounce (with a dynamic control), e) restarting the group leader, and
-f) clean shutdowns lose and duplicate nothing (records consumed == committed position). Issue 15: Kafka's
-bounce_mode "all" (every member but one stopped at once, all restarted within the session), on both
-protocols, with a dynamic control per protocol.
+A rolling bounce (with a dynamic control), restarting the group leader, and clean shutdowns that lose and
+duplicate nothing (records consumed == committed position); Kafka's bounce_mode "all" (every member but
+one stopped at once, all restarted within the session), on both protocols, with a dynamic control per
+protocol.
 """
 
 from __future__ import annotations
@@ -84,7 +84,7 @@ def test_rolling_bounce_of_dynamic_members_revokes_partitions(
     assert len(consumed) == produced  # at-least-once still holds for dynamic members
 
 
-# ------------------------------------------------------------------ bounce_mode "all" (issue 15)
+# ------------------------------------------------------------------ bounce_mode "all"
 BOUNCED = ("app-1", "app-2", "app-3")  # every member but app-0, as Kafka's system test keeps one alive
 ALL_ROUNDS = 2
 

@@ -1,4 +1,4 @@
-"""close() versus leave_group() on a real broker (issue 3, scenario b), for both group protocols.
+"""close() versus leave_group() on a real broker, for both group protocols.
 
 close() keeps a static member in the group until its session timeout, so a restart within that time gets
 the same partitions and nobody else notices; leave_group() (scale-down) removes it at once, so the others

@@ -1,4 +1,4 @@
-"""Two processes with the same group.instance.id on a real broker (issue 3, scenario d; issue 15).
+"""Two processes with the same group.instance.id on a real broker.
 
 Classic protocol: the *newest* joiner wins. The coordinator hands the instance id to the new member and
 answers the old one with FENCED_INSTANCE_ID (82); StaticConsumer raises FencedInstanceError, commits
@@ -15,7 +15,7 @@ Records are produced continuously while both processes run (except in the idle c
 would have something to commit after the fence if it were going to. Every test runs on the shared
 broker; KIP-848 groups get a 10 s session and 0.5 s heartbeats as group overrides.
 
-Issue 15 adds the system-test shape: two ids duplicated at once in a stable group with bystanders, where
+Also Kafka's system-test shape: two ids duplicated at once in a stable group with bystanders, where
 exactly the duplicates must end and the bystanders must not notice.
 """
 
@@ -41,7 +41,7 @@ pytestmark = pytest.mark.lab_broker(
 
 PARTITIONS = 4
 BATCH = 50
-FENCE_BOUND_S = 10.0  # issue 3: the fenced process exits within 10 s
+FENCE_BOUND_S = 10.0  # the fenced process exits within 10 s
 SESSION_S = CONSUMER_PROTOCOL_SESSION_MS / 1000
 BROKER_SESSION_S = 45.0  # the shared broker's group.consumer.session.timeout.ms (Kafka's default)
 
@@ -77,7 +77,7 @@ def _assert_fenced_cleanly(proc: ConsumerProcess, since: float, since_what: str)
 def _assert_overlap_handed_out_again(
     original: ConsumerProcess, duplicate: ConsumerProcess, fenced_at: float
 ) -> None:
-    """Classic fencing overlap (issue 22): what the original still handed out once the duplicate owned
+    """Classic fencing overlap: what the original still handed out once the duplicate owned
     the partitions. No stall guard can see it (no pause): it ends at the original's next commit or
     heartbeat, which the broker refuses. Its size is not bounded (the default commit does not wait for the
     broker, so a second batch can go out while the refused commit is in flight; docs/semantics.md): what

@@ -1,4 +1,4 @@
-"""kill -9 and restart on a real broker (issue 3, scenario c).
+"""kill -9 and restart on a real broker.
 
 Classic protocol: a static member killed without any goodbye and restarted within session.timeout.ms
 gets the same partitions back and nobody else notices; restarted after the timeout, the broker has

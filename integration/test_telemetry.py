@@ -1,4 +1,4 @@
-"""Telemetry on a real broker (issue 6): a static restart is a static rejoin, not a rebalance.
+"""Telemetry on a real broker: a static restart is a static rejoin, not a rebalance.
 
 Each member runs in its own process with the OpenTelemetry listener on the SDK's in-memory reader (its
 totals streamed as ``metrics`` events) and a JSONL event log. A static member restarted within the

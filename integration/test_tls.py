@@ -1,4 +1,4 @@
-"""Secure clusters (issue 18): through every TLS listener of one real broker, ONE ConsumerSettings object
+"""Secure clusters: through every TLS listener of one real broker, ONE ConsumerSettings object
 drives all three clients the library runs: kafka-python (capability probe, DescribeGroups, LeaveGroup),
 librdkafka's consumer, and librdkafka's AdminClient (ConsumerGroupDescribe of the KIP-848 group).
 

@@ -1,4 +1,4 @@
-"""TLS and OAUTHBEARER mistakes users make, on a real broker's secure listeners (issue 18): each ends
+"""TLS and OAUTHBEARER mistakes users make, on a real broker's secure listeners: each ends
 ``start()``, the admin functions and the ``static-consumer`` command with a ConfigurationError (exit
 78; AuthenticationError, its subclass, for credentials) whose message names the reason and the setting
 to check, at the failed handshake or before any connection, not after ``connect_timeout_s`` as "brokers

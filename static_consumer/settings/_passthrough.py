@@ -7,7 +7,7 @@ passthrough on top of the library's own librdkafka defaults (``_defaults``, as t
 librdkafka with no broker to connect to, and is destroyed at once. Creating it runs librdkafka's check of
 every key and value (``rd_kafka_conf_set``), its cross-checks (e.g. ``fetch.max.bytes`` >=
 ``message.max.bytes``) and confluent-kafka's checks of its callback keys (``error_cb``, ...). Creating
-and closing such a handle took 0.21-0.32 ms (librdkafka 2.16, 20 runs in one session, under load); it
+and closing such a handle took 0.21-0.32 ms (librdkafka 2.16, 20 runs in one process, under load); it
 is done once per distinct passthrough, and empty passthroughs skip it (and do not import confluent-kafka).
 
 Two things the parser does not say, added here: which key a combination refers to (each key is then

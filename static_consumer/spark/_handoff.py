@@ -8,7 +8,7 @@
   :func:`~.session.local_conf` avoids by setting it to 0.
 - ``parquet``: the table is written (uncompressed) to a file and read back with Spark's vectorized
   Parquet reader under the same schema. The executors must read the file at the same path: a local
-  session's executors share the driver's disk; for any other session (a cluster master, Spark Connect)
+  session's executors share the driver's disk; for any other Spark session (a cluster master, Spark Connect)
   ``directory`` must name a directory they all see (a shared volume), else ``ConfigurationError``.
   Measured per batch of 100,000 records (DataFrame plus a ``noop`` write; docs/spark.md,
   ``bench/measure_spark_handoff.py``): 0.16 s in the median, against 0.18 s for ``arrow`` with the

@@ -13,13 +13,13 @@ import static_consumer
 EXPECTED = {
     "Assigned",
     "AuthenticationError",
-    "AuthorizationError",  # issue 27: a missing ACL, named
+    "AuthorizationError",  # a missing ACL, named
     "BrokerCapabilities",
     "BrokerUnavailableError",
     "CapabilityError",
     "Closed",
     "CommitFailedError",
-    "CommitRefused",  # issue 27: a refused commit, which the loops ride out
+    "CommitRefused",  # a refused commit, which the loops ride out
     "ConfigurationError",
     "ConsumerClosedError",
     "ConsumerSettings",
@@ -48,8 +48,8 @@ EXPECTED = {
     "RetriableError",
     "Revoked",
     "SessionTimeoutOutOfBoundsError",
-    "Stalled",  # issue 22: the stall guard's event
-    "StandingBy",  # issue 27: a member whose instance id a live process holds (duplicate_policy='wait')
+    "Stalled",  # the stall guard's event
+    "StandingBy",  # a member whose instance id a live process holds (duplicate_policy='wait')
     "State",
     "StaticConsumer",
     "StaticConsumerError",

@@ -1,14 +1,19 @@
-"""The user-facing docs speak about the product in the present tense: no account of how they were made.
+"""The user-facing docs, and the comments and docstrings of the code, speak about the product in the
+present tense: no account of how they were made.
 
 A reader needs what the library does and what was measured (command, date, versions, hardware, spread),
 not which machine was busy, which lock a run held, which issue or commit a change came from, or which
 internal target a number missed. Each pattern below is such narration; Kafka's own words ("session
-timeout", "a 45 s session", "the group's session") are not caught.
+timeout", "a 45 s session", "the group's session") are not caught. In code only the comments and
+docstrings are read: a test may well name a temporary directory in its statements.
 """
 
 from __future__ import annotations
 
+import ast
+import io
 import re
+import tokenize
 from pathlib import Path
 
 import pytest
@@ -80,6 +85,96 @@ def test_the_doc_speaks_in_the_present_tense(path: Path) -> None:
         for kind in narration_in(line)
     ]
     assert hits == [], "narration in a user doc:\n" + "\n".join(hits)
+
+
+# The code whose comments and docstrings are read: every source of the library, the lab, the tests and the
+# benchmarks, and the build and CI scripts. This file's own examples of narration are strings, not comments.
+CODE_FOLDERS = ("static_consumer", "lab", "tests", "integration", "bench", ".ci")
+CODE_SUFFIXES = {".py", ".pyi", ".c", ".sh", ""}
+
+
+def _code_files() -> list[Path]:
+    files = [ROOT / "Makefile"]
+    for folder in CODE_FOLDERS:
+        for path in sorted((ROOT / folder).rglob("*")):
+            skip = {"__pycache__", "build", "node_modules"} & set(path.parts) or path.name.startswith(".")
+            if path.is_file() and path.suffix in CODE_SUFFIXES and not skip and _is_text_source(path):
+                files.append(path)
+    return files
+
+
+def _is_text_source(path: Path) -> bool:
+    if path.suffix:
+        return True
+    try:  # a script without a suffix: a shell script (its shebang says so)
+        return path.read_bytes()[:2] == b"#!"
+    except OSError:
+        return False
+
+
+def _python_prose(text: str) -> list[tuple[int, str]]:
+    """The comments and docstrings of Python source, line by line."""
+    lines: list[tuple[int, str]] = []
+    for token in tokenize.generate_tokens(io.StringIO(text).readline):
+        if token.type == tokenize.COMMENT:
+            lines.append((token.start[0], token.string))
+    for node in ast.walk(ast.parse(text)):
+        if isinstance(node, ast.Module | ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef):
+            first = node.body[0] if node.body else None
+            if (
+                isinstance(first, ast.Expr)
+                and isinstance(first.value, ast.Constant)
+                and isinstance(first.value.value, str)
+            ):
+                start = first.lineno
+                lines += [(start + i, line) for i, line in enumerate(first.value.value.splitlines())]
+    return lines
+
+
+_C_COMMENT = re.compile(r"/\*.*?\*/|//[^\n]*", re.S)
+_HASH_COMMENT = re.compile(r"(?:^|\s)(#.*)$")
+
+
+def prose_of(path: Path) -> list[tuple[int, str]]:
+    """The comments and docstrings of a source file, with their line numbers."""
+    text = path.read_text(encoding="utf-8")
+    if path.suffix in (".py", ".pyi"):
+        return _python_prose(text)
+    if path.suffix == ".c":
+        return [
+            (text.count("\n", 0, m.start()) + 1 + i, line)
+            for m in _C_COMMENT.finditer(text)
+            for i, line in enumerate(m.group(0).splitlines())
+        ]
+    found = []  # shell scripts and the Makefile: what follows a '#'
+    for n, line in enumerate(text.splitlines(), start=1):
+        match = _HASH_COMMENT.search(line)
+        if match is not None and not line.startswith("#!"):
+            found.append((n, match.group(1)))
+    return found
+
+
+@pytest.mark.parametrize("path", _code_files(), ids=lambda p: str(p.relative_to(ROOT)))
+def test_the_code_comments_speak_in_the_present_tense(path: Path) -> None:
+    hits = [
+        f"{path.relative_to(ROOT)}:{n}: {kind}: {line.strip()[:120]}"
+        for n, line in prose_of(path)
+        for kind in narration_in(line)
+    ]
+    assert hits == [], "narration in a comment or docstring:\n" + "\n".join(hits)
+
+
+def test_comments_and_docstrings_are_what_is_read_in_code(tmp_path: Path) -> None:
+    source = tmp_path / "example.py"
+    source.write_text(
+        '"""Module docstring (issue 22)."""\n'
+        "path = '/tmp/x'  # a comment on a shared machine\n"
+        "def f():\n"
+        '    """Before the fix it hung."""\n'
+        "    return 'goal'\n"
+    )
+    kinds = [kind for _, line in prose_of(source) for kind in narration_in(line)]
+    assert sorted(kinds) == ["a shared machine", "a superseded run", "an issue number"]
 
 
 @pytest.mark.parametrize(

@@ -1,5 +1,5 @@
 """The demo's stateful static member commits only records it processed, without a broker: a partition
-whose state is being rebuilt holds its records back while the handler returns (issue 32), and no commit
+whose state is being rebuilt holds its records back while the handler returns, and no commit
 may carry their offsets before they were processed, or a SIGKILL during the rebuild loses them. The
 member is the demo's own child code (``run_static`` with a workload) on a scripted fake client."""
 

@@ -69,7 +69,7 @@ def test_a_sweep_keeps_what_is_there_and_stops_before_the_budget_runs_out(tmp_pa
         _save(target, _doc({"static": 200}, wall_s=50.0))
 
     left = sweep(tmp_path, [cell, other], BASE, 3, 120.0, run_one, lambda _line: None, clock=lambda: now[0])
-    # run1 was there; runs 2 and 3 fit (50 s each, the cell's own earlier run); the next cell's first
+    # run1 was there; runs 2 and 3 fit (50 s each, the cell's own completed run); the next cell's first
     # run (estimated by the formula) no longer does.
     assert ran == [tmp_path / cell.name / "run2", tmp_path / cell.name / "run3"] and left == [other.name]
     text = summary(tmp_path, [cell, other])

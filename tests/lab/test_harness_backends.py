@@ -30,8 +30,8 @@ def test_no_engine_is_the_plain_jvm_default_without_a_warning() -> None:
 
 
 def test_an_engine_without_compose_falls_back_to_the_jvm_with_one_warning_line() -> None:
-    # The crash of issue 30: an engine answered, `docker compose` did not (no plugin), and the harness
-    # ran `docker compose -f ...` anyway (exit 125).
+    # An engine that answers without `docker compose` (no plugin): the harness must not run
+    # `docker compose -f ...` anyway (it exits 125).
     choice = select_backend({}, lambda: DockerStatus(engine=True))
     assert choice.backend == "jvm"
     assert choice.warning is not None and "\n" not in choice.warning

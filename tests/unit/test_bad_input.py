@@ -1,4 +1,4 @@
-"""Bad input, second round (issue 16): each mistake a new user made ends in a ConfigurationError (exit 78)
+"""Bad input: each mistake a new user made ends in a ConfigurationError (exit 78)
 when the settings are built, before any network I/O, instead of a raw exception (exit 70) later.
 
 The rules tested here need no broker; a missing topic and a wrong SASL password do, and are tested on a
@@ -270,7 +270,7 @@ def test_building_settings_stays_cheap() -> None:
     for _ in range(50):
         ConsumerSettings(**BASE, librdkafka={"fetch.min.bytes": 1024, "client.rack": "a"})
     per_build = (time.perf_counter() - began) / 50
-    assert per_build < 0.25, per_build  # a generous bound for a shared machine; typically ~1 ms
+    assert per_build < 0.25, per_build  # a generous bound for a loaded machine; typically ~1 ms
 
 
 # -- found by the property test -----------------------------------------------------------------------

@@ -351,8 +351,8 @@ def test_a_refused_commit_is_said_and_the_runner_goes_on() -> None:
 
 
 def test_the_batch_collected_meanwhile_loses_the_partitions_lost_with_the_refused_commit() -> None:
-    """Issue 27: fn outlived the session, so the next batch was collected (and taken) before the loss
-    was reported; its commit is refused. The next poll reports the partitions lost: the batch collected
+    """fn outlives the session, so the next batch is collected (and taken) before the loss is
+    reported; its commit is refused. The next poll reports the partitions lost: the batch collected
     meanwhile must lose their records before anything reaches fn (another member owns them now)."""
     script: list[Step] = [Assign((P0, P1)), rec(0, 0), rec(1, 0), rec(0, 1), None]
     meanwhile: list[Step] = [rec(1, 1), rec(0, 2), rec(1, 2)]  # fills the next batch: no more polls

@@ -1,4 +1,4 @@
-"""The stall guard on the fake adapter (issue 22): after a gap longer than the threshold between client
+"""The stall guard on the fake adapter: after a gap longer than the threshold between client
 calls, no record goes out before membership was checked; nothing of a partition still owned is skipped.
 
 Time is a fake clock: a ``Freeze`` step in a script is the process stopped inside that client call.

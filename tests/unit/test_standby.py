@@ -1,4 +1,4 @@
-"""duplicate_policy='wait' (issue 27): a member whose instance id a live process holds stands by, without a
+"""duplicate_policy='wait': a member whose instance id a live process holds stands by, without a
 client and unready, until the id is free, then joins; under 'exit' it ends with FencedInstanceError (82).
 On a fake client, a scripted group and an instant clock; bench/bench_duplicate_restarts.py runs the same
 loop on a broker, with Kubernetes-style restarts."""

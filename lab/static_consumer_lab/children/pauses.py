@@ -1,4 +1,4 @@
-"""Pausing a member (SIGSTOP/SIGCONT) and judging what it handed out, for tests and benchmarks (issue 22).
+"""Pausing a member (SIGSTOP/SIGCONT) and judging what it handed out, for tests and benchmarks.
 
 Ownership is read from each member's own assigned/revoked/lost events, so "stale" means: handed out by
 one member while another member's callbacks said the partition was theirs.

@@ -22,7 +22,7 @@ if [ "$(id -u)" != 0 ]; then
 fi
 command -v debootstrap >/dev/null || { echo "build-base.sh: install Debian's debootstrap package" >&2; exit 1; }
 
-work="$(mktemp -d /tmp/static-consumer-rootfs.XXXXXX)"
+work="$(mktemp -d -t static-consumer-rootfs.XXXXXX)"
 trap 'rm -rf "$work"' EXIT
 root="$work/root"
 

@@ -8,7 +8,7 @@ rebuilds, records processed twice.
 
 Every run is saved (``DIR/<cell>/run<n>/bounce.json`` and its raw ``events/``) and a later invocation
 skips the runs already there, so a sweep can be spread over several short sessions: ``--budget-min``
-stops before a run that would not end in time (the estimate is the cell's earlier runs, else a formula).
+stops before a run that would not end in time (the estimate is the cell's completed runs, else a formula).
 ``--budget-min 0`` only prints the summary of what ``DIR`` holds. Each run's recount from its events must
 agree with its own table, or the run is reported and left out.
 """
