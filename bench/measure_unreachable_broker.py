@@ -4,8 +4,8 @@
 
 Runs the README's "A pod's main" block (as tests/docs/doc_blocks.py extracts it, ``localhost:9092``
 replaced by ``--address``) ``--runs`` times, one after the other, and prints per run: the lines at INFO
-or above (in total and per logger), the exit code and the wall time, then the first run's lines at
-WARNING or above. Nothing listens on 127.0.0.1:1, so every connection is refused at once.
+or above (in total and per logger), the exit code and the wall time, then the first run's first lines
+at WARNING or above. Nothing listens on 127.0.0.1:1, so every connection is refused at once.
 """
 
 from __future__ import annotations
@@ -25,6 +25,7 @@ sys.path.insert(0, str(ROOT / "tests" / "docs"))
 
 from doc_blocks import blocks  # noqa: E402 - the tests' own extraction of the README's blocks
 
+SHOWN = 12  # the first run's lines at WARNING or above that are printed
 _LINE = re.compile(r"^\S+ \S+ (DEBUG|INFO|WARNING|ERROR|CRITICAL) (\S+): (.*)$")
 
 
@@ -61,9 +62,11 @@ def main() -> None:
         per_logger = ", ".join(f"{name} {n}" for name, n in Counter(n for _, n, _ in shown).most_common())
         print(f"| {run} | {len(shown)} | {per_logger} | {code} | {took:.1f} |")
     print()
-    for level, name, message in first:
-        if level != "INFO":
-            print(f"{level} {name}: {message}")
+    warnings = [f"{level} {name}: {message}" for level, name, message in first if level != "INFO"]
+    print(
+        "\n".join(warnings[:SHOWN])
+        + (f"\n... and {len(warnings) - SHOWN} more" if len(warnings) > SHOWN else "")
+    )
 
 
 if __name__ == "__main__":

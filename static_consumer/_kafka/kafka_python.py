@@ -12,16 +12,18 @@ operator tools), never by the consume path. Two kafka-python 3.0 behaviours are 
   ``kafka`` loggers masks the configured secrets in every record.
 - It logs 15-20 INFO lines per client (bootstrap, connections, its network thread) and 3-4 lines at
   WARNING and ERROR per failed connection attempt. The records of the library's own clients (those of
-  their network thread, named after the client id) are at DEBUG on their ``kafka.*`` loggers, and their
-  failed connections are told by ``static_consumer.connections`` (:class:`SessionRecords`); the library
-  reports what its calls came to itself. Records of the application's own kafka-python clients are left
-  as they are.
+  their network thread, named after the client id, and of the threads that build, use and close them)
+  are at DEBUG on their ``kafka.*`` loggers, and their failed connections are told by
+  ``static_consumer.connections`` (:class:`SessionRecords`); the library reports what its calls came to
+  itself. Records of the application's own kafka-python clients, on its own threads, are left as they
+  are.
 """
 
 from __future__ import annotations
 
 import logging
 import re
+import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -66,8 +68,9 @@ def kind_of_text(text: str) -> ErrorKind:
 
 class SessionRecords(logging.Filter):
     """On the ``kafka`` loggers while one of the library's kafka-python clients lives: the records of its
-    network thread (``kafka-io-<client_id>``) at DEBUG (dropped where DEBUG is not enabled), and each
-    connection it lost told by ``connections``. Other threads' records pass untouched.
+    network thread (``kafka-io-<client_id>``) and of the threads that build and close it (:meth:`own`)
+    at DEBUG (dropped where DEBUG is not enabled), and each connection it lost told by ``connections``.
+    Other threads' records pass untouched.
 
     kafka-python names a node's address only where it starts connecting to it (``Attempting bootstrap
     to %s at %s:%s``, ``Initializing connection for node_id %s at %s:%s``: the node id, host and port as
@@ -87,9 +90,14 @@ class SessionRecords(logging.Filter):
         self._scrub = scrub
         self._connections = connections
         self._nodes: dict[str, str] = {}
+        self._owners: set[int] = set()
+
+    def own(self) -> None:
+        """The calling thread's records are the client's too (it builds, uses or closes the client)."""
+        self._owners.add(threading.get_ident())
 
     def filter(self, record: logging.LogRecord) -> bool:
-        if record.threadName != self._thread:
+        if record.threadName != self._thread and record.thread not in self._owners:
             return True
         self._note(record)
         if not logging.getLogger(record.name).isEnabledFor(logging.DEBUG):
@@ -112,12 +120,13 @@ class SessionRecords(logging.Filter):
 
 
 @contextmanager
-def quiet_session(settings: ConsumerSettings, client_id: str) -> Iterator[None]:
-    """:class:`SessionRecords` on the ``kafka`` loggers while the block runs."""
+def quiet_session(settings: ConsumerSettings, client_id: str) -> Iterator[SessionRecords]:
+    """:class:`SessionRecords` on the ``kafka`` loggers while the block runs, the calling thread owned."""
     records = SessionRecords(client_id, settings.bootstrap_servers, lambda text: scrub_for(settings, text))
+    records.own()
     loggers = install_filter(records)
     try:
-        yield
+        yield records
     finally:
         for logger in loggers:
             logger.removeFilter(records)
@@ -143,7 +152,7 @@ def admin_client(settings: Cluster, client_id: str) -> Iterator[Any]:
     cfg = kafka_python_config(settings) | {"client_id": client_id, "kafka_client": recording_factory}
     first_token(cfg, settings)  # a provider that gives no token ends here, with its reason
     tokens = token_source(cfg)
-    with scrubbed_logs(secrets_of(settings)), quiet_session(settings, client_id):
+    with scrubbed_logs(secrets_of(settings)), quiet_session(settings, client_id) as records:
         admin = None
         try:
             admin = KafkaAdminClient(**cfg)
@@ -155,6 +164,7 @@ def admin_client(settings: Cluster, client_id: str) -> Iterator[Any]:
                 raise token_error(settings, lost) from None
             raise
         finally:
+            records.own()  # the thread that closes it (another one, for a client kept open)
             if admin is not None:
                 admin.close()
             else:
