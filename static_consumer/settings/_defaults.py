@@ -58,8 +58,8 @@ CLIENT_DEFAULTS: Mapping[str, ClientDefault] = MappingProxyType(
             100,
             "how long librdkafka waits before it connects to a broker again; while a consumer looks for its "
             "coordinator and no broker answers, it tries again every half of it (784-791 attempts in 10 s "
-            "with 20 ms against 194 with 100 ms, 3 runs each, each logged to `static_consumer.librdkafka`). "
-            "librdkafka also holds "
+            "with 20 ms against 194 with 100 ms, 3 runs each, each logged to `static_consumer.librdkafka` "
+            "at DEBUG). librdkafka also holds "
             "back its first connection to the brokers the bootstrap metadata names by half of it (its "
             "sparse-connection interval, at least about 10 ms), and a consumer finds its group coordinator "
             "only through that connection: with librdkafka's 100 ms most starts wait about 55 ms before "
