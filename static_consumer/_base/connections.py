@@ -33,8 +33,12 @@ LOGGER = logging.getLogger("static_consumer.connections")
 # A librdkafka broker failure line, as confluent-kafka hands it to a ``logger``: the facility FAIL, then
 # "[rdkafka#consumer-1] [thrd:127.0.0.1:1/bootstrap]: 127.0.0.1:1/bootstrap: <reason> (after 0ms in state
 # CONNECT)" (rd_kafka_broker_fail, rdkafka_broker.c). The broker name is the address, with the listener's
-# scheme before it when it is not plaintext ("sasl_ssl://host:9093/1"), and "/bootstrap" or "/<node id>".
-_FAIL = re.compile(r"^FAIL \[[^\]]*\] \[thrd:\S*?\]: (?:\w+://)?(?P<address>\S+?)/[^\s:]+: (?P<reason>.*)$")
+# scheme before it when it is not plaintext ("sasl_ssl://host:9093/1"), and "/bootstrap" or "/<node id>";
+# the coordinator's connection is named "GroupCoordinator: 127.0.0.1:9092".
+_FAIL = re.compile(
+    r"^FAIL \[[^\]]*\] \[thrd:\S*?\]: (?:[A-Za-z]+: )?(?:\w+://)?(?P<address>[^\s/]+:\d+)(?:/[^\s:]+)?: "
+    r"(?P<reason>.*)$"
+)
 # What librdkafka adds after the reason: how long the connection lived, in which state, and how many
 # identical errors it did not log.
 _AFTER = re.compile(r"\s*\(after \d+ms in state \w+(?:, \d+ identical error\(s\) suppressed)?\)\s*$")

@@ -145,6 +145,11 @@ def test_addresses_are_told_apart_and_forgotten_after_a_quiet_spell(caplog: pyte
             "Connection refused (after 0ms in state CONNECT)",
             ("[::1]:9092", "Connection refused"),
         ),
+        (
+            "FAIL [rdkafka#consumer-4] [thrd:GroupCoordinator]: GroupCoordinator: 127.0.0.1:41113: Connect "
+            "to ipv4#127.0.0.1:41113 failed: Connection refused (after 0ms in state CONNECT)",
+            ("127.0.0.1:41113", "Connection refused"),
+        ),
         ("MAXPOLL [rdkafka#consumer-1] [thrd:main]: Application maximum poll interval exceeded", None),
         ("SESSTMOUT [rdkafka#consumer-1] [thrd:main]: Consumer group session timed out", None),
     ],
