@@ -2,11 +2,12 @@
 against an address where no broker listens, which ends in a few lines that name the address and the
 error, a readable reason and the documented exit code (75: a temporary failure, restart it).
 
-``test_the_library_alone_installs_in_a_clean_venv`` is slow (``slow_install``: a minute or two): it
-creates a venv with Python 3.11's own ``venv`` and pip (no packages of this environment), installs
-``./`` from a copy of the sources with ``pip install ./`` as the README says, so pip fetches the
-dependencies from the package index (from pip's cache where it holds them) and builds the native
-``Record``, and runs what a user runs first with that venv's interpreter.
+``test_the_library_alone_installs_in_a_clean_venv`` is slow (``slow_install``): it creates a venv with
+Python 3.11's own ``venv`` and pip (no packages of this environment), installs ``./`` from a copy of the
+sources with ``pip install ./`` as the README says, so pip fetches the dependencies from the package
+index (from pip's cache where it holds them) and builds the native ``Record``, and runs what a user runs
+first with that venv's interpreter. It took 28-33 s in 3 runs, 21-26 s of them for the venv and the
+install (2026-11-28, 2 cores under a load average of 10-17, pip 23.2.1).
 """
 
 from __future__ import annotations
