@@ -120,7 +120,7 @@ class SessionRecords(logging.Filter):
 
 
 @contextmanager
-def quiet_session(settings: ConsumerSettings, client_id: str) -> Iterator[SessionRecords]:
+def quiet_session(settings: Cluster, client_id: str) -> Iterator[SessionRecords]:
     """:class:`SessionRecords` on the ``kafka`` loggers while the block runs, the calling thread owned."""
     records = SessionRecords(client_id, settings.bootstrap_servers, lambda text: scrub_for(settings, text))
     records.own()
