@@ -18,10 +18,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from static_consumer_lab.containers import docker_engine_reachable
-from static_consumer_lab.kafka_ops import create_topic, describe_consumer_group, produce
 
-from static_consumer_lab import KafkaCluster
+from static_consumer_lab.brokers import KafkaCluster
+from static_consumer_lab.brokers.containers import docker_engine_reachable
+from static_consumer_lab.brokers.kafka_ops import create_topic, describe_consumer_group, produce
 
 _HELPERS = Path(__file__).resolve().parents[1] / "tests" / "docs" / "doc_blocks.py"
 _spec = importlib.util.spec_from_file_location("doc_blocks", _HELPERS)
