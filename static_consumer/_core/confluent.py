@@ -27,6 +27,13 @@ Facts this module relies on (librdkafka 2.16 against Kafka 4.3, checked on a rea
   error, and librdkafka tries again forever; under ``group.protocol=consumer`` a refused
   ConsumerGroupHeartbeat is ``_FATAL`` with "Group authorization failed" in the text, or non-fatal
   "Topic authorization failed" (a subscribed topic the principal may not describe), every heartbeat.
+- Under ``group.protocol=classic`` a refused Heartbeat (GROUP_AUTHORIZATION_FAILED: the group's READ
+  revoked while the member runs) reaches neither ``poll()`` nor ``error_cb``: librdkafka only logs it,
+  in its ``cgrp`` debug context ("Group "g" heartbeat error response in state up (...): Broker: Group
+  authorization failed", facility HEARTBEAT), keeps heartbeating every ``heartbeat.interval.ms`` and
+  ends the member only when ``session.timeout.ms`` passed without a successful one (then its JoinGroup
+  is refused). So a classic member's client runs with that context on, and the adapter reports the
+  line as an out-of-band error, the way ``error_cb`` reports others (:class:`_ClientLog`).
 - ``close()`` sends no LeaveGroup for a static member. ``unsubscribe()`` does under the classic protocol,
   but under the consumer protocol it sends a static leave (epoch -2) and the broker keeps the member
   until its session timeout, so removal there goes through an admin LeaveGroup by instance id.
@@ -49,6 +56,7 @@ from static_consumer._base.codes import (
     GROUP_ID_NOT_FOUND,
     TOPIC_AUTHORIZATION_FAILED,
     UNRELEASED_INSTANCE_ID,
+    name_of,
 )
 from static_consumer._base.connections import LibrdkafkaLog
 from static_consumer._base.records import Record, RecordBatch, RecordList, TopicPartition
@@ -98,6 +106,39 @@ def poll_error(err: confluent_kafka.KafkaError, topic: str | None = None) -> Pol
         cause=cause,
         topic=topic,
     )
+
+
+_HEARTBEAT_REFUSED = _CAUSES[GROUP_AUTHORIZATION_FAILED]
+
+
+def _with_cgrp_debug(cfg: dict[str, Any]) -> bool:
+    """Turn on librdkafka's ``cgrp`` debug context for a classic group member (the only place a refused
+    Heartbeat shows). True when the application asked for no debug output at all: the debug lines are
+    then only read, never logged (without ``debug`` librdkafka logs none either)."""
+    if "group.id" not in cfg or str(cfg.get("group.protocol", "classic")) != "classic":
+        return False
+    contexts = [c.strip() for c in str(cfg.get("debug", "")).split(",") if c.strip()]
+    if not {"cgrp", "all"} & set(contexts):
+        cfg["debug"] = ",".join([*contexts, "cgrp"])
+    return not contexts
+
+
+class _ClientLog:
+    """librdkafka's log lines, served by ``poll()``/``consume()`` like ``error_cb``: handed to ``lines``
+    (debug lines only when the application asked for them), a refused classic Heartbeat also reported to
+    ``errors`` (see the module docstring)."""
+
+    def __init__(self, errors: list[PollError], lines: LibrdkafkaLog, *, quiet: bool) -> None:
+        self._errors, self._lines, self._quiet = errors, lines, quiet
+
+    def log(self, level: int, fmt: str, *args: object) -> None:
+        # confluent-kafka's arguments: the facility, the client's name and the text
+        facility, text = (args[0], str(args[-1])) if len(args) == 3 else ("", "")
+        if facility == "HEARTBEAT" and "heartbeat error response" in text and _HEARTBEAT_REFUSED in text:
+            code, reason = GROUP_AUTHORIZATION_FAILED, f"Heartbeat failed: {text.rsplit('): ', 1)[-1]}"
+            self._errors.append(PollError(code, name_of(code), reason, fatal=False, retriable=False))
+        if level > logging.DEBUG or not self._quiet:
+            self._lines.log(level, fmt, *args)
 
 
 def _record(msg: confluent_kafka.Message) -> Record:
@@ -201,7 +242,8 @@ class ConfluentAdapter:
         cfg["error_cb"] = self._on_error
         cfg["on_commit"] = self._on_commit  # the result of begin_commit, served by poll/consume
         secrets = tuple(v for k, v in cfg.items() if isinstance(v, str) and v and is_secret_key(k))
-        cfg["logger"] = LibrdkafkaLog(LIBRDKAFKA_LOGGER, lambda s: ISSUED_TOKENS.scrub(scrub(s, secrets)))
+        lines = LibrdkafkaLog(LIBRDKAFKA_LOGGER, lambda s: ISSUED_TOKENS.scrub(scrub(s, secrets)))
+        self._log = cfg["logger"] = _ClientLog(self._errors, lines, quiet=_with_cgrp_debug(cfg))
         try:
             self._consumer = confluent_kafka.Consumer(cfg)
         except confluent_kafka.KafkaException as exc:  # e.g. a TLS key it cannot load (-186)
@@ -224,7 +266,8 @@ class ConfluentAdapter:
         self._errors.append(poll_error(err))
 
     def take_errors(self) -> list[PollError]:
-        errors, self._errors = self._errors, []
+        errors = list(self._errors)
+        self._errors.clear()  # the same list the log hook appends to
         return errors
 
     def subscribe(

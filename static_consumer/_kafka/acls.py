@@ -38,19 +38,25 @@ CLUSTER_NAME = "kafka-cluster"  # the one name a CLUSTER resource has
 @dataclass(frozen=True, slots=True)
 class Acl:
     """An ALLOW ACL for a principal: ``operation`` on ``resource`` (``Group``, ``Topic``, ``Cluster``)
-    named ``name`` (a group id, a topic, ``kafka-cluster``; in :data:`NEEDS` a placeholder)."""
+    named ``name`` (a group id, a topic, ``kafka-cluster``; in :data:`NEEDS` a placeholder). ``pattern``
+    is the resource pattern type: ``LITERAL`` (that name) or ``PREFIXED`` (every name starting with it)."""
 
     operation: str
     resource: str
     name: str
+    pattern: str = "LITERAL"
 
     def __str__(self) -> str:
+        if self.pattern == "PREFIXED":
+            return f"{self.operation} on {self.resource} prefix {self.name!r} (PREFIXED)"
         return f"{self.operation} on {self.resource} {self.name!r}"
 
     def command(self, principal: str) -> str:
         """The ``kafka-acls`` command that grants it to ``principal``."""
         flag = {"Group": "--group", "Topic": "--topic", "Cluster": "--cluster"}[self.resource]
         target = flag if self.resource == "Cluster" else f"{flag} {self.name}"
+        if self.pattern != "LITERAL":
+            target += f" --resource-pattern-type {self.pattern.lower()}"
         return f"kafka-acls --add --allow-principal {principal} --operation {self.operation.title()} {target}"
 
 

@@ -10,7 +10,8 @@ the whole set each needs with :meth:`AclCluster.only`, which waits until the bro
 from __future__ import annotations
 
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -33,7 +34,12 @@ _APPLY_TIMEOUT_S = 15.0
 
 @dataclass
 class AclCluster:
-    """The cluster, its SASL users and the ACLs of its unprivileged users."""
+    """The cluster, its SASL users and the ACLs of its unprivileged users.
+
+    :meth:`only` sets a user's whole set of ACLs; :meth:`grant`, :meth:`revoke` and :meth:`revoked`
+    change only the ACLs named, leaving the others in place, so a running consumer loses exactly one
+    (the chaos schedule revokes one and restores it). Each returns once the broker applies the change.
+    """
 
     cluster: JvmKafkaCluster
     users: SaslUsers
@@ -44,33 +50,36 @@ class AclCluster:
 
     def only(self, acls: Iterable[Acl], user: str = APP_USER) -> None:
         """Make ``acls`` the whole set of ``User:<user>``'s ACLs, once the broker applies them."""
-        from confluent_kafka.admin._acl import AclBindingFilter, AclOperation, AclPermissionType
-        from confluent_kafka.admin._resource import ResourcePatternType, ResourceType
-
-        principal = f"User:{user}"
-        wanted = {(a.operation, a.resource, a.name) for a in acls}
+        wanted = {_key(a) for a in acls}
         admin = self._admin()
-        any_name: Any = None  # a filter matches every name and host with None (the stubs say str)
-        everything = AclBindingFilter(
-            ResourceType.ANY,
-            any_name,
-            ResourcePatternType.ANY,
-            principal,
-            any_name,
-            AclOperation.ANY,
-            AclPermissionType.ANY,
-        )
-        for future in admin.delete_acls([everything], request_timeout=10).values():
-            future.result(10)
-        if wanted:
-            bindings = [self._binding(principal, *acl) for acl in sorted(wanted)]
-            for future in admin.create_acls(bindings, request_timeout=10).values():
-                future.result(10)
-        deadline = time.monotonic() + _APPLY_TIMEOUT_S
-        while self._granted(admin, everything) != wanted:
-            if time.monotonic() > deadline:
-                raise HarnessError(f"the broker did not apply the ACLs {sorted(wanted)} within the bound")
-            time.sleep(0.1)
+        self._delete(admin, [self._filter(user)])
+        self._create(admin, user, wanted)
+        self._wait(admin, user, lambda granted: granted == wanted, f"the ACLs {sorted(wanted)}")
+
+    def grant(self, acls: Iterable[Acl], user: str = APP_USER) -> None:
+        """Add ``acls`` to ``User:<user>``'s ACLs (the others kept), once the broker applies them."""
+        added = {_key(a) for a in acls}
+        admin = self._admin()
+        self._create(admin, user, added)
+        self._wait(admin, user, added.issubset, f"the grant of {sorted(added)}")
+
+    def revoke(self, acls: Iterable[Acl], user: str = APP_USER) -> None:
+        """Delete exactly ``acls`` from ``User:<user>``'s ACLs (the others kept), once the broker applies
+        it: a running client is refused from its next request that needs one of them."""
+        removed = {_key(a) for a in acls}
+        admin = self._admin()
+        self._delete(admin, [self._filter(user, key) for key in sorted(removed)])
+        self._wait(admin, user, removed.isdisjoint, f"the revoke of {sorted(removed)}")
+
+    @contextmanager
+    def revoked(self, acls: Iterable[Acl], user: str = APP_USER) -> Iterator[None]:
+        """``acls`` revoked inside the block and granted again when it ends (also when it raises)."""
+        taken = list(acls)
+        self.revoke(taken, user)
+        try:
+            yield
+        finally:
+            self.grant(taken, user)
 
     def _admin(self) -> Any:
         from static_consumer_lab.brokers.kafka_ops import _admin
@@ -78,26 +87,79 @@ class AclCluster:
         return _admin(self.cluster.bootstrap_servers)  # PLAINTEXT: a super user
 
     @staticmethod
-    def _binding(principal: str, operation: str, resource: str, name: str) -> Any:
-        from confluent_kafka.admin._acl import AclBinding, AclOperation, AclPermissionType
+    def _filter(user: str, key: tuple[str, str, str, str] | None = None) -> Any:
+        """A filter for ``key`` (operation, resource, name, pattern) of ``User:<user>``, or all of theirs."""
+        from confluent_kafka.admin._acl import AclBindingFilter, AclOperation, AclPermissionType
         from confluent_kafka.admin._resource import ResourcePatternType, ResourceType
 
-        kind = {"Group": ResourceType.GROUP, "Topic": ResourceType.TOPIC, "Cluster": ResourceType.BROKER}
-        return AclBinding(
-            kind[resource],
+        any_name: Any = None  # a filter matches every name and host with None (the stubs say str)
+        if key is None:
+            kind, name, pattern, operation = ResourceType.ANY, any_name, "ANY", "ANY"
+        else:
+            operation, resource, name, pattern = key
+            kind = _kinds()[resource]
+        return AclBindingFilter(
+            kind,
             name,
-            ResourcePatternType.LITERAL,
-            principal,
-            "*",
+            ResourcePatternType[pattern],
+            f"User:{user}",
+            any_name,
             AclOperation[operation],
-            AclPermissionType.ALLOW,
+            AclPermissionType.ANY,
         )
 
     @staticmethod
-    def _granted(admin: Any, everything: Any) -> set[tuple[str, str, str]]:
-        names = {"GROUP": "Group", "TOPIC": "Topic", "BROKER": "Cluster"}
-        bindings = admin.describe_acls(everything, request_timeout=10).result(10)
-        return {(b.operation.name, names[b.restype.name], b.name) for b in bindings}
+    def _delete(admin: Any, filters: list[Any]) -> None:
+        for future in admin.delete_acls(filters, request_timeout=10).values():
+            future.result(10)
+
+    @staticmethod
+    def _create(admin: Any, user: str, keys: set[tuple[str, str, str, str]]) -> None:
+        from confluent_kafka.admin._acl import AclBinding, AclOperation, AclPermissionType
+        from confluent_kafka.admin._resource import ResourcePatternType
+
+        bindings = [
+            AclBinding(
+                _kinds()[resource],
+                name,
+                ResourcePatternType[pattern],
+                f"User:{user}",
+                "*",
+                AclOperation[operation],
+                AclPermissionType.ALLOW,
+            )
+            for operation, resource, name, pattern in sorted(keys)
+        ]
+        if bindings:
+            for future in admin.create_acls(bindings, request_timeout=10).values():
+                future.result(10)
+
+    def _wait(
+        self, admin: Any, user: str, applied: Callable[[set[tuple[str, str, str, str]]], bool], what: str
+    ) -> None:
+        deadline = time.monotonic() + _APPLY_TIMEOUT_S
+        while not applied(self._granted(admin, user)):
+            if time.monotonic() > deadline:
+                raise HarnessError(f"the broker did not apply {what} within the bound")
+            time.sleep(0.1)
+
+    def _granted(self, admin: Any, user: str) -> set[tuple[str, str, str, str]]:
+        names = {kind.name: resource for resource, kind in _kinds().items()}
+        bindings = admin.describe_acls(self._filter(user), request_timeout=10).result(10)
+        return {
+            (b.operation.name, names[b.restype.name], b.name, b.resource_pattern_type.name) for b in bindings
+        }
+
+
+def _key(acl: Acl) -> tuple[str, str, str, str]:
+    return (acl.operation, acl.resource, acl.name, acl.pattern)
+
+
+def _kinds() -> dict[str, Any]:
+    """The library's resource names -> confluent-kafka's ResourceType (imported when first used)."""
+    from confluent_kafka.admin._resource import ResourceType
+
+    return {"Group": ResourceType.GROUP, "Topic": ResourceType.TOPIC, "Cluster": ResourceType.BROKER}
 
 
 def start_acl_cluster() -> AclCluster:
