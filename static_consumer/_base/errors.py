@@ -85,8 +85,9 @@ class AuthenticationError(ConfigurationError):
 class AuthorizationError(ConfigurationError):
     """The brokers refused an operation because the principal lacks an ACL (Kafka codes 29, 30, 31).
 
-    ``operation``, ``resource`` (``Group``, ``Topic``, ``Cluster``) and ``name`` are the ACL to grant,
-    ``kafka_code`` the broker's code (29, 30 or 31). Not retriable: the same principal is refused again
+    ``operation``, ``resource`` (``Group``, ``Topic``, ``Cluster``), ``name`` and ``pattern`` (``LITERAL``,
+    or ``PREFIXED`` for every name starting with ``name``) are the ACL to grant, ``kafka_code`` the
+    broker's code (29, 30 or 31). Not retriable: the same principal is refused again
     until an operator grants the ACL, and a consumer would otherwise poll forever without consuming
     (librdkafka retries a refused FindCoordinator, JoinGroup or Fetch without end). docs/security.md
     lists what each operation needs.
@@ -99,10 +100,11 @@ class AuthorizationError(ConfigurationError):
         operation: str | None = None,
         resource: str | None = None,
         name: str | None = None,
+        pattern: str = "LITERAL",
         kafka_code: int | None = None,
     ) -> None:
         super().__init__(message)
-        self.operation, self.resource, self.name = operation, resource, name
+        self.operation, self.resource, self.name, self.pattern = operation, resource, name, pattern
         self.kafka_code = kafka_code
 
 

@@ -14,6 +14,11 @@ deadline ends the session with :class:`~static_consumer._base.errors.MissingTopi
 error, exit 78). A metadata read that fails (brokers restarting) proves nothing: it is tried again and
 never ends the session by itself. Patterns are matched with Python's ``re``; for the patterns topic names
 need it agrees with librdkafka's regex dialect and the broker's RE2/J (KIP-848).
+
+Under an authorizer the brokers list to a principal only the topics it may DESCRIBE, and match a regex
+against those (both protocols, Kafka 4.3): a ``^regex`` whose topics exist but are hidden looks exactly
+like one that matches nothing, so the error says both and names the PREFIXED ACL that covers the regex.
+A named topic the principal may not describe is refused by name instead (an ``AuthorizationError``).
 """
 
 from __future__ import annotations
@@ -25,6 +30,7 @@ from static_consumer._base.errors import MissingTopicError
 from static_consumer._core.events import FatalError
 from static_consumer._core.seam import AdapterError, ConsumerAdapter
 from static_consumer._core.session import Session, State
+from static_consumer._kafka.acls import hidden_topics
 from static_consumer._security.secrets import scrub_for
 
 log = logging.getLogger(__name__)
@@ -77,8 +83,9 @@ class TopicWatch:
         if not self._warned:
             self._warned = True
             log.warning(
-                "subscribed %s no topic in the cluster; waiting %s for it to be created",
+                "subscribed %s no topic in the cluster%s; waiting %s for it to be created",
                 _listed(missing),
+                " (or none this principal may describe)" if any(m.startswith("^") for m in missing) else "",
                 "without a limit"
                 if self._timeout_s is None
                 else f"up to missing_topic_timeout_s={self._timeout_s:g} s",
@@ -91,11 +98,15 @@ def _listed(missing: Sequence[str]) -> str:
 
 def _fail(session: Session, missing: Sequence[str], timeout_s: float) -> MissingTopicError:
     settings = session.settings
+    # A principal sees only the topics it may describe: a regex's topics can exist and be hidden. (A named
+    # topic it may not describe is refused by name instead, an AuthorizationError.)
+    patterns = [m for m in missing if m.startswith("^")]
+    hidden = f"; {hidden_topics(settings, patterns)}" if patterns else ""
     exc = MissingTopicError(
         f"subscribed {_listed(missing)} no topic in the cluster at {settings.bootstrap_servers} after "
         f"missing_topic_timeout_s={timeout_s:g} s: check the names in topics (STATIC_CONSUMER_TOPICS) and "
         "bootstrap_servers, or create the topics; if another deployment step creates them later, raise "
-        "missing_topic_timeout_s"
+        f"missing_topic_timeout_s{hidden}"
     )
     session.end(State.FAILED, exc)  # nothing to hand out or commit any more: like any other ending
     log.error("%s", exc)

@@ -18,6 +18,7 @@ hands back as an empty answer.
 from __future__ import annotations
 
 import re
+import string
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from types import MappingProxyType
@@ -62,12 +63,14 @@ class Acl:
 
 @dataclass(frozen=True, slots=True)
 class Need:
-    """One ACL an operation needs (``optional``: it runs in a documented degraded mode without it)."""
+    """One ACL an operation needs (``optional``: it runs in a documented degraded mode without it;
+    ``when``: the only case that needs it, e.g. a KIP-848 group; empty: every case)."""
 
     acl: Acl
     why: str
     optional: bool = False
     without: str = ""  # what happens without it
+    when: str = ""
 
 
 GROUP, TOPICS = "<group>", "<each topic>"
@@ -130,7 +133,12 @@ NEEDS: Mapping[str, tuple[Need, ...]] = MappingProxyType(
         ),
         "remove-members, scale-down": (
             Need(_GROUP_READ, "FindCoordinator, DescribeGroups (DESCRIBE), LeaveGroup", without=_TYPED),
-            Need(_TOPIC_DESCRIBE, "ConsumerGroupDescribe of a KIP-848 group", without=_TYPED),
+            Need(
+                _TOPIC_DESCRIBE,
+                "ConsumerGroupDescribe of a KIP-848 group (a classic group is described without it)",
+                without=_TYPED,
+                when="a KIP-848 group",
+            ),
         ),
     }
 )
@@ -152,26 +160,115 @@ def acl_for(
     topics: Sequence[str],
     topic: str | None = None,
     consumer: bool = False,
+    reads_group: bool = False,
 ) -> Acl | None:
     """The ACL a refusal with authorization error ``code`` asks for; None for another code.
 
     ``text`` is the client's error text (it names the request, sometimes the resource); ``topic`` the
     topic a client attached to the error. A consumer (``consumer``) is told READ whatever the request:
     it needs READ on its group and topics anyway, and granting DESCRIBE would only move the refusal to
-    the next request.
+    the next request. ``reads_group``: the same for the group alone (the tools that send LeaveGroup).
+    A topic a ``^regex`` subscription matches is named by a PREFIXED ACL covering the regex (see
+    :func:`regex_prefix`): a LITERAL one would only move the refusal to the next topic it matches.
     """
     named = _NAMED.search(text)
     if code == GROUP_AUTHORIZATION_FAILED:
         name = (named.group("group") if named else None) or group
-        read = consumer or bool(_READ_REQUESTS.search(text))
+        read = consumer or reads_group or bool(_READ_REQUESTS.search(text))
         return Acl("READ" if read else "DESCRIBE", "Group", name)
     if code == TOPIC_AUTHORIZATION_FAILED:
-        name = topic or (named and (named.group("topic") or named.group("sub"))) or _topics(topics)
         read = consumer or bool(_READ_REQUESTS.search(text))
-        return Acl("READ" if read else "DESCRIBE", "Topic", name)
+        name = topic or (named and (named.group("topic") or named.group("sub"))) or None
+        return _topic_acl("READ" if read else "DESCRIBE", name, topics)
     if code == CLUSTER_AUTHORIZATION_FAILED:
         return Acl("DESCRIBE", "Cluster", CLUSTER_NAME)
     return None
+
+
+def _topic_acl(operation: str, name: str | None, topics: Sequence[str]) -> Acl:
+    """The topic ACL for a refusal of topic ``name`` (None: the refusal named none)."""
+    patterns = [t for t in topics if t.startswith("^")]
+    if name is None:
+        if len(topics) == 1 and patterns and regex_prefix(patterns[0]):
+            return Acl(operation, "Topic", regex_prefix(patterns[0]), "PREFIXED")
+        return Acl(operation, "Topic", _topics(topics))
+    for pattern in patterns:
+        prefix = regex_prefix(pattern)
+        if prefix and (name == pattern or _matches(pattern, name)):
+            return Acl(operation, "Topic", prefix, "PREFIXED")
+    return Acl(operation, "Topic", name)
+
+
+def _matches(pattern: str, topic: str) -> bool:
+    try:
+        return re.search(pattern, topic) is not None
+    except re.error:
+        return False
+
+
+_TOPIC_CHARS = frozenset(string.ascii_letters + string.digits + "_-")  # and ".", a regex metacharacter
+
+
+def regex_prefix(pattern: str) -> str:
+    """The literal prefix of every topic a ``^regex`` subscription can match ('' when there is none, or
+    when ``pattern`` is not a ``^regex``): the name of the PREFIXED ACL that covers the subscription.
+    ``^orders\\.(eu|us)-.*`` -> ``orders.``; ``^orders-?x`` -> ``orders`` (the ``-`` is optional);
+    ``^a|b`` -> ''."""
+    if not pattern.startswith("^") or _alternates(pattern):
+        return ""
+    prefix: list[str] = []
+    at = 1
+    while at < len(pattern):
+        char = pattern[at]
+        if char == "\\" and pattern[at + 1 : at + 2] in (".", "-", "_"):
+            literal, width = pattern[at + 1], 2
+        elif char in _TOPIC_CHARS:
+            literal, width = char, 1
+        else:
+            break
+        if pattern[at + width : at + width + 1] in ("*", "?", "{"):
+            break  # that character may be absent (or repeated)
+        prefix.append(literal)
+        at += width
+    return "".join(prefix)
+
+
+def _alternates(pattern: str) -> bool:
+    """Whether ``pattern`` has a ``|`` outside any group or character class (so no common prefix)."""
+    depth, escaped, in_class = 0, False, False
+    for char in pattern:
+        if escaped:
+            escaped = False
+        elif char == "\\":
+            escaped = True
+        elif in_class:
+            in_class = char != "]"
+        elif char == "[":
+            in_class = True
+        elif char in "()":
+            depth += 1 if char == "(" else -1
+        elif char == "|" and depth == 0:
+            return True
+    return False
+
+
+def hidden_topics(settings: Cluster, patterns: Sequence[str]) -> str:
+    """What to say when the ``^regex`` ``patterns`` match no topic the client can see: with an
+    authorizer, a principal sees (and a regex is matched against) only the topics it may DESCRIBE, so
+    the topics may exist, hidden. Names the ACL that covers each pattern and the command for it."""
+    principal = principal_of(settings)
+    grants = []
+    for pattern in patterns:
+        prefix = regex_prefix(pattern)
+        if prefix:
+            acl = Acl("READ", "Topic", prefix, "PREFIXED")
+            grants.append(f"{acl} for {pattern!r} ({acl.command(principal)})")
+        else:
+            grants.append(f"READ on each topic {pattern!r} matches (it has no literal prefix to grant)")
+    return (
+        f"if they exist, the brokers hide them from {principal} (a principal sees only the topics it may "
+        f"describe, and a regex matches only those): grant {'; '.join(grants)}"
+    )
 
 
 _ERRNO = re.compile(r"\[Error (\d+)\]")  # kafka-python's rendering of a broker code
@@ -220,6 +317,7 @@ def authorization_error(
     *,
     topic: str | None = None,
     consumer: bool = False,
+    reads_group: bool = False,
 ) -> AuthorizationError:
     """The :class:`AuthorizationError` for a refusal with ``code`` met while ``doing`` something: what
     the brokers refused, the ACL to grant and the command that grants it (secrets masked)."""
@@ -227,7 +325,13 @@ def authorization_error(
     acl = None
     if code is not None:
         acl = acl_for(
-            code, text, group=settings.group_id, topics=settings.topics, topic=topic, consumer=consumer
+            code,
+            text,
+            group=settings.group_id,
+            topics=settings.topics,
+            topic=topic,
+            consumer=consumer,
+            reads_group=reads_group,
         )
     principal = principal_of(settings)
     if acl is None or code is None:
@@ -235,12 +339,17 @@ def authorization_error(
             f"{doing}: the brokers refused {principal} ({text}): grant it the ACLs docs/security.md lists",
             kafka_code=code,
         )
+    covers = ""
+    if acl.pattern == "PREFIXED":  # a topic a ^regex subscription matches
+        what = f"{topic!r} and the other topics" if topic else "the topics"
+        covers = f", which covers {what} the subscription's regex matches"
     return AuthorizationError(
-        f"{doing}: the brokers refused {principal} ({name_of(code)}: {text}): grant {acl} "
+        f"{doing}: the brokers refused {principal} ({name_of(code)}: {text}): grant {acl}{covers} "
         f"({acl.command(principal)}). docs/security.md lists the ACLs each operation needs",
         operation=acl.operation,
         resource=acl.resource,
         name=acl.name,
+        pattern=acl.pattern,
         kafka_code=code,
     )
 
@@ -253,5 +362,7 @@ __all__ = [
     "acl_for",
     "authorization_error",
     "code_in",
+    "hidden_topics",
     "principal_of",
+    "regex_prefix",
 ]

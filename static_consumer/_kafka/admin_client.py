@@ -92,14 +92,17 @@ def credentials(settings: Cluster) -> tuple[str, str]:
     )
 
 
-def error_for(kind: ErrorKind, text: str, settings: Cluster, doing: str) -> StaticConsumerError:
-    """The project error for a classified broker error met while ``doing`` something."""
+def error_for(
+    kind: ErrorKind, text: str, settings: Cluster, doing: str, *, reads_group: bool = False
+) -> StaticConsumerError:
+    """The project error for a classified broker error met while ``doing`` something; ``reads_group``:
+    ``doing`` needs READ on the group, so a refusal on the group names READ whichever request it was."""
     text = scrub_for(settings, text)
     if kind is ErrorKind.AUTHENTICATION:
         who, check = credentials(settings)
         return AuthenticationError(f"{doing}: the brokers refused to authenticate {who} ({text}); {check}")
     if kind is ErrorKind.AUTHORIZATION:
-        return authorization_error(settings, code_in(text), text, doing)
+        return authorization_error(settings, code_in(text), text, doing, reads_group=reads_group)
     if kind is ErrorKind.TLS:
         return ConfigurationError(f"{doing}: {tls_hint(text)}")
     if kind is ErrorKind.CONFIGURATION:

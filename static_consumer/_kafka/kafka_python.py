@@ -173,13 +173,14 @@ def admin_client(settings: Cluster, client_id: str) -> Iterator[Any]:
 
 
 @contextmanager
-def kafka_admin(settings: Cluster, doing: str) -> Iterator[Any]:
+def kafka_admin(settings: Cluster, doing: str, *, reads_group: bool = False) -> Iterator[Any]:
     """A kafka-python KafkaAdminClient for ``doing`` (e.g. "describe group g"), closed on exit.
 
-    Broker errors raised inside the block are translated (see :func:`translate`). The local checks (TLS
-    files, the OAUTHBEARER provider's first token) run before any client is built, and a refusal of the
-    credentials or a failed TLS handshake ends it at once (see ``login.check_login``), not after
-    ``connect_timeout_s``.
+    Broker errors raised inside the block are translated (see :func:`translate`). ``reads_group``: the
+    block needs READ on the group (a LeaveGroup), so a refused FindCoordinator names READ too, where
+    DESCRIBE would only move the refusal to the LeaveGroup. The local checks (TLS files, the OAUTHBEARER
+    provider's first token) run before any client is built, and a refusal of the credentials or a failed
+    TLS handshake ends it at once (see ``login.check_login``), not after ``connect_timeout_s``.
     """
     failed = failed_login(settings)
     if failed is not None:
@@ -188,7 +189,7 @@ def kafka_admin(settings: Cluster, doing: str) -> Iterator[Any]:
         with admin_client(settings, CLIENT_ID) as admin:
             yield admin
     except kafka_errors.KafkaError as exc:
-        raise translate(explain(exc, settings), settings, doing) from None
+        raise translate(explain(exc, settings), settings, doing, reads_group=reads_group) from None
 
 
 def explain(exc: kafka_errors.KafkaError, settings: Cluster) -> kafka_errors.KafkaError:
@@ -206,9 +207,11 @@ def explain(exc: kafka_errors.KafkaError, settings: Cluster) -> kafka_errors.Kaf
     return exc
 
 
-def translate(exc: BaseException, settings: Cluster, doing: str) -> StaticConsumerError:
+def translate(
+    exc: BaseException, settings: Cluster, doing: str, *, reads_group: bool = False
+) -> StaticConsumerError:
     """The project error for a kafka-python error met while ``doing`` something."""
-    return error_for(kind_of(exc), str(exc) or type(exc).__name__, settings, doing)
+    return error_for(kind_of(exc), str(exc) or type(exc).__name__, settings, doing, reads_group=reads_group)
 
 
 __all__ = [

@@ -53,7 +53,9 @@ def remove_static_member(settings: Cluster, instance_id: str) -> bool:
     """Remove this consumer's own static member (one LeaveGroup v3+ by instance id). True if it was
     removed, False if the broker no longer knew it; raises StaticConsumerError when refused or unreachable."""
     group = settings.group_id
-    with kafka_python.kafka_admin(settings, f"remove {instance_id!r} from group {group!r}") as admin:
+    with kafka_python.kafka_admin(
+        settings, f"remove {instance_id!r} from group {group!r}", reads_group=True
+    ) as admin:
         removed, _, failed = leave(admin, group, [instance_id], "static_consumer leave_group()")
     if failed:
         raise RetriableError(

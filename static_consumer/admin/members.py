@@ -51,7 +51,7 @@ def remove_members(
     wanted = list(dict.fromkeys(validate_instance_id(i) for i in instance_ids))
     if not wanted:
         raise ConfigurationError("no instance ids to remove: give at least one --instance-id")
-    with kafka_python.kafka_admin(settings, f"remove members from group {group}") as admin:
+    with kafka_python.kafka_admin(settings, f"remove members from group {group}", reads_group=True) as admin:
         description = describe_with(admin, settings, group)
         unknown = [i for i in wanted if i not in description.instance_ids]
         if unknown and missing == "error":
@@ -105,7 +105,7 @@ def scale_down(
         raise ConfigurationError(f"replicas must be >= 0, not {replicas}")
     if processes is not None and processes < 1:
         raise ConfigurationError(f"processes must be >= 1, not {processes}")
-    with kafka_python.kafka_admin(settings, f"scale down group {group}") as admin:
+    with kafka_python.kafka_admin(settings, f"scale down group {group}", reads_group=True) as admin:
         description = describe_with(admin, settings, group)
         if replicas is not None or processes is not None or ordinals:
             pattern = ordinal_pattern(template, statefulset=statefulset, group_id=group)

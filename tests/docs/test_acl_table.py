@@ -15,7 +15,7 @@ def rows() -> list[str]:
     for operation, needs in NEEDS.items():
         for need in needs:
             acl = need.acl
-            required = "optional" if need.optional else "required"
+            required = "optional" if need.optional else f"required{f' for {need.when}' if need.when else ''}"
             out.append(
                 f"| {operation} | `{acl.operation}` on {acl.resource} `{acl.name}` ({required}) | "
                 f"{need.why} | {need.without} |"

@@ -24,7 +24,7 @@ from static_consumer._core.consumer import State, StaticConsumer
 from static_consumer._core.events import FatalError, MembershipListener
 from static_consumer._core.seam import PollError
 from static_consumer._core.seams import Seams
-from static_consumer._kafka.acls import NEEDS, Acl, acl_for, authorization_error, code_in
+from static_consumer._kafka.acls import NEEDS, Acl, acl_for, authorization_error, code_in, regex_prefix
 from static_consumer._kafka.capabilities import BrokerCapabilities
 from static_consumer.settings import ConsumerSettings
 
@@ -249,3 +249,55 @@ def test_the_table_says_why_and_what_happens_without_each_acl() -> None:
             assert need.why and need.without, (operation, need)
             assert need.acl.operation in ("READ", "DESCRIBE", "DESCRIBE_CONFIGS")
             assert need.optional == ("AuthorizationError" not in need.without), (operation, need)
+
+
+@pytest.mark.parametrize(
+    ("pattern", "prefix"),
+    [
+        ("^orders-.*", "orders-"),
+        (r"^orders\.(eu|us)-.*", "orders."),
+        ("^orders-?x", "orders"),  # the "-" may be absent
+        ("^ab+c", "ab"),
+        (r"^a\d", "a"),
+        ("^a|b", ""),  # a top-level alternative: no common prefix
+        ("^(eu|us)-orders", ""),
+        ("^.*-orders", ""),
+        ("orders", ""),  # a name, not a regex
+    ],
+)
+def test_the_prefix_every_topic_of_a_regex_starts_with(pattern: str, prefix: str) -> None:
+    assert regex_prefix(pattern) == prefix
+
+
+def test_a_topic_a_regex_matches_is_named_by_a_prefixed_acl_that_covers_the_regex() -> None:
+    topics = ["audit", "^orders-.*"]
+    fetch = "Fetch from broker 1 failed: Broker: Topic authorization failed"
+    prefixed = Acl("READ", "Topic", "orders-", "PREFIXED")
+    assert acl_for(29, fetch, group="g", topics=topics, topic="orders-eu", consumer=True) == prefixed
+    assert acl_for(29, fetch, group="g", topics=topics, topic="audit", consumer=True) == Acl(
+        "READ", "Topic", "audit"
+    )
+    assert acl_for(29, fetch, group="g", topics=["^orders-.*"], consumer=True) == prefixed  # no topic named
+    error = authorization_error(
+        settings(topics=topics), 29, fetch, "the consumer", topic="orders-eu", consumer=True
+    )
+    assert (error.operation, error.resource, error.name, error.pattern) == (
+        "READ",
+        "Topic",
+        "orders-",
+        "PREFIXED",
+    )
+    assert "grant READ on Topic prefix 'orders-' (PREFIXED), which covers 'orders-eu' and the other" in str(
+        error
+    )
+    assert str(error).count("--topic orders- --resource-pattern-type prefixed") == 1
+
+
+def test_the_removal_tools_are_told_read_on_the_group_when_find_coordinator_is_refused() -> None:
+    refused = "[Error 30] GroupAuthorizationFailedError: FindCoordinatorResponse error for GROUP/g7: "
+    error = authorization_error(settings(), 30, refused, "remove members from group g7", reads_group=True)
+    assert (error.operation, error.resource, error.name) == ("READ", "Group", "g7")
+    described = authorization_error(settings(), 30, refused, "describe group g7")
+    assert described.operation == "DESCRIBE"  # describe needs DESCRIBE only
+    topic = "[Error 29] TopicAuthorizationFailedError: describe topic t9"
+    assert authorization_error(settings(), 29, topic, "remove", reads_group=True).operation == "DESCRIBE"

@@ -191,3 +191,31 @@ def test_ordinal_mode_gives_up_on_a_missing_topic_too() -> None:
         consumer.consume(10, 0)
     consumer.close()
     assert adapters[-1].calls[-1] == "close"
+
+
+def test_a_regex_matching_no_visible_topic_names_the_prefixed_acl_that_would_show_them() -> None:
+    # A principal sees only the topics it may describe: the regex's topics may exist, hidden.
+    clock = Clock()
+    fields = {
+        "security_protocol": "SASL_SSL",
+        "sasl_mechanism": "PLAIN",
+        "sasl_username": "orders-app",
+        "sasl_password": "pw-9",
+    }
+    consumer, _ = started({"^x-.*"}, clock, missing_topic_timeout_s=1, **fields)
+    clock.now += 1
+    with pytest.raises(MissingTopicError) as info:
+        consumer.consume(10, 0)
+    message = str(info.value)
+    assert "create the topics" in message and "the brokers hide them from User:orders-app" in message
+    assert "grant READ on Topic prefix 'x-' (PREFIXED) for '^x-.*'" in message
+    assert "kafka-acls --add --allow-principal User:orders-app --operation Read --topic x- " in message
+    assert message.endswith("--resource-pattern-type prefixed)") and "pw-9" not in message
+    consumer.close()
+
+    named, _ = started({"typo"}, clock, missing_topic_timeout_s=1)
+    clock.now += 1
+    with pytest.raises(MissingTopicError) as info:
+        named.consume(10, 0)
+    assert "hide" not in str(info.value)  # a named topic it may not describe is refused by name instead
+    named.close()
