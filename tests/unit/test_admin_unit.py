@@ -77,7 +77,7 @@ def fake(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[FakeAdmin]]:
     slot: list[FakeAdmin] = []
 
     @contextmanager
-    def session(_settings: ConsumerSettings, _doing: str) -> Iterator[FakeAdmin]:
+    def session(_settings: ConsumerSettings, _doing: str, **_: object) -> Iterator[FakeAdmin]:
         yield slot[0]
 
     monkeypatch.setattr(kafka_python, "kafka_admin", session)

@@ -4,7 +4,9 @@ unprivileged principal whose ACLs a test sets.
 The PLAINTEXT listener (the harness: readiness, topics, producing; and the traffic between the node's
 broker and controller) is ``User:ANONYMOUS``, a super user, as is the SASL user ``admin``. The SASL users
 ``app`` (a consumer) and ``ops`` (an operator running the admin tools) have nothing until a test sets
-the whole set each needs with :meth:`AclCluster.only`, which waits until the broker applies it.
+the whole set each needs with :meth:`AclCluster.only`, which waits until the broker applies it. While
+clients run, :meth:`AclCluster.revoke` and :meth:`AclCluster.grant` take away or give back single ACLs,
+and :meth:`AclCluster.revoked` does both around a block (a permission fault and its repair).
 """
 
 from __future__ import annotations
