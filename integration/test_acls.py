@@ -173,7 +173,9 @@ def test_the_probe_needs_no_acl_and_reads_a_group_session_only_with_describe_con
     set_group_config(acl.cluster.bootstrap_servers, overridden, {"consumer.session.timeout.ms": "50000"})
 
     def session(group: str) -> int | None:
-        return probe(settings_for(acl, group, topic, "consumer")).consumer_session_timeout_ms
+        return probe(
+            settings_for(acl, group, topic, "consumer"), group_overrides=True
+        ).consumer_session_timeout_ms
 
     acl.only([])
     caps = probe(settings_for(acl, plain, topic, "classic"))

@@ -195,9 +195,13 @@ def test_probe_prefers_a_kip848_group_session_timeout_override(
             bootstrap_servers=kafka_bootstrap_servers, group_id=group, topics=("t",), protocol="consumer"
         )
 
-    broker, group = probe(settings(plain)), probe(settings(overridden))
+    broker, group = (
+        probe(settings(plain), group_overrides=True),
+        probe(settings(overridden), group_overrides=True),
+    )
     # librdkafka's path (the consumer's) and kafka-python's (the check command's) read the same overrides.
-    assert replace(probe(settings(overridden), broker_version=True), broker_version=None) == group
+    with_version = probe(settings(overridden), group_overrides=True, broker_version=True)
+    assert replace(with_version, broker_version=None) == group
     assert (group.consumer_session_timeout_ms, group.consumer_heartbeat_interval_ms) == (55000, 6000)
     # The stock broker: Kafka's defaults, 45 s session (max 60 s), 5 s heartbeat.
     assert (broker.consumer_session_timeout_ms, broker.consumer_heartbeat_interval_ms) == (45000, 5000)
@@ -216,7 +220,9 @@ def test_the_gate_reads_librdkafkas_own_apiversions_without_importing_kafka_pyth
     settings = ConsumerSettings(
         bootstrap_servers=kafka_bootstrap_servers, group_id=kafka_group_id_factory(), protocol=protocol
     )
-    ours, theirs = probe(settings), probe(settings, broker_version=True)
+    overrides = protocol == "consumer"  # what the consumer protocol's mode asks for
+    ours = probe(settings, group_overrides=overrides)
+    theirs = probe(settings, group_overrides=overrides, broker_version=True)
     assert ours.supports_classic_static and ours.join_group_max_version == theirs.join_group_max_version
     assert ours == replace(theirs, broker_version=None)
     started = subprocess.run(
