@@ -11,16 +11,19 @@
     │   ├── SessionTimeoutOutOfBoundsError   session.timeout.ms outside the broker's group bounds (also a
     │   │                               CapabilityError, for code that catches those)
     │   ├── MissingTopicError           a subscribed topic still did not exist after missing_topic_timeout_s
+    │   ├── DeadLetterTopicError        failure_action='dead_letter' and the dead-letter topic does not exist
     │   └── UnknownInstanceIdError      an operator named an instance id that is not in the group
     ├── CapabilityError                 the broker cannot do what the settings require (exit 69)
     │   ├── StaticMembershipUnsupportedError   JoinGroup < v5 / no ConsumerGroupHeartbeat
     │   └── GroupProtocolMismatchError         the group refuses this member's group protocol
     ├── RetriableError                  transient: retry with a bounded policy (``retriable=True``, exit 75)
     │   ├── BrokerUnavailableError      bootstrap servers did not answer in time
-    │   └── UnreleasedInstanceIdError   KIP-848: the broker still holds this instance id (code 111)
+    │   ├── UnreleasedInstanceIdError   KIP-848: the broker still holds this instance id (code 111)
+    │   └── DeadLetterError             a failed record was not acknowledged by its dead-letter topic in time
     ├── FatalConsumerError              the consumer is dead; do not retry, exit the process (exit 70)
     │   └── FencedInstanceError         another process owns this group.instance.id (code 82, exit 82)
     ├── CommitFailedError               a commit was refused, e.g. the partition moved (exit 75)
+    ├── RecordFailedError               raised by a batch handler: names the record it failed on (exit 70)
     └── ConsumerClosedError             the consumer was closed or fenced and cannot be used any more
 
 Retriability is an attribute, not a naming convention: retry policies (see ``static_consumer._base.retry``)
@@ -29,7 +32,7 @@ are derived from ``error.retriable`` and never retry a fatal error.
 
 from __future__ import annotations
 
-from typing import ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
 from static_consumer._base.codes import (
     FENCED_INSTANCE_ID,
@@ -37,6 +40,9 @@ from static_consumer._base.codes import (
     SASL_AUTHENTICATION_FAILED,
     UNRELEASED_INSTANCE_ID,
 )
+
+if TYPE_CHECKING:
+    from static_consumer._base.records import Record
 
 # Documented process exit codes (sysexits.h where one fits). The CLI and the pod helper exit with these.
 EXIT_OK = 0
@@ -115,6 +121,18 @@ class MissingTopicError(ConfigurationError):
     topic created later by another deployment step needs a longer ``missing_topic_timeout_s``."""
 
 
+class DeadLetterTopicError(ConfigurationError):
+    """``failure_action='dead_letter'`` and a dead-letter topic does not exist: found before the consumer
+    joins (for a ``^regex`` subscription: when a topic's first record arrives), or when a dead-letter
+    write finds it deleted. The library never creates it (a topic made by auto-creation gets the broker's
+    defaults: one partition, its replication, its retention); the message names the topic to create.
+    ``topic`` is its name."""
+
+    def __init__(self, message: str, *, topic: str) -> None:
+        super().__init__(message)
+        self.topic = topic
+
+
 class UnknownInstanceIdError(ConfigurationError):
     """An operator tool was asked to act on an instance id that is not a member of the group."""
 
@@ -172,6 +190,19 @@ class UnreleasedInstanceIdError(RetriableError):
     kafka_error_code = UNRELEASED_INSTANCE_ID
 
 
+class DeadLetterError(RetriableError):
+    """A record that failed was not acknowledged by its dead-letter topic within
+    ``dead_letter_timeout_s`` (brokers unreachable, too few in-sync replicas, a record too large for the
+    topic). The runner stops without committing past the record: it is read again after the restart,
+    and dead-lettered then. ``topic`` is the dead-letter topic, ``record`` the source record as
+    ``(topic, partition, offset)``."""
+
+    def __init__(self, message: str, *, topic: str, record: tuple[str, int, int]) -> None:
+        super().__init__(message)
+        self.topic = topic
+        self.record = record
+
+
 class FatalConsumerError(StaticConsumerError):
     """librdkafka raised a fatal error: the consumer instance is unusable. Never retried."""
 
@@ -195,6 +226,25 @@ class CommitFailedError(StaticConsumerError):
     consumer still works; the uncommitted records will be delivered again (at-least-once)."""
 
     exit_code = EXIT_TEMPFAIL
+
+
+class RecordFailedError(StaticConsumerError):
+    """Raised by a batch handler to say which record of the batch it failed on (``raise
+    RecordFailedError(record) from exc``). The runners then count the records before it in the batch as
+    handled (they are not handed to the handler again), retry from ``record`` on, and dead-letter or skip
+    only ``record`` once the retries are spent (docs/failures.md). The exception behind it
+    (``__cause__``, else this one) is what the dead-letter headers and the events name. A handler that
+    raises anything else fails its whole batch."""
+
+    def __init__(self, record: Record, message: str = "") -> None:
+        where = f"{record.topic}[{record.partition}]@{record.offset}"
+        super().__init__(f"{where}: {message}" if message else f"handling {where} failed")
+        self.record = record
+
+    @property
+    def cause(self) -> BaseException:
+        """The handler's own exception (``raise ... from exc``), else this error."""
+        return self.__cause__ if self.__cause__ is not None else self
 
 
 class ConsumerClosedError(StaticConsumerError):
@@ -232,11 +282,14 @@ __all__ = [
     "CommitFailedError",
     "ConfigurationError",
     "ConsumerClosedError",
+    "DeadLetterError",
+    "DeadLetterTopicError",
     "FatalConsumerError",
     "FencedInstanceError",
     "GroupProtocolMismatchError",
     "InvalidInstanceIdError",
     "MissingTopicError",
+    "RecordFailedError",
     "RetriableError",
     "SessionTimeoutOutOfBoundsError",
     "StaticConsumerError",

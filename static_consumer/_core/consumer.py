@@ -23,7 +23,7 @@ from types import TracebackType
 from static_consumer._base.errors import ConsumerClosedError, StaticConsumerError
 from static_consumer._base.records import Record, RecordBatch, RecordList, TopicPartition
 from static_consumer._core import ownership
-from static_consumer._core.events import Closed, Dispatcher, MembershipListener
+from static_consumer._core.events import Closed, Dispatcher, MembershipEvent, MembershipListener
 from static_consumer._core.join import JoinPlan
 from static_consumer._core.modes import mode_for
 from static_consumer._core.offsets import CommitFlight
@@ -218,6 +218,17 @@ class StaticConsumer:
             records = guard(s, adapter, records, max_records)
         hand_out(s, records)
         return RecordBatch.from_records(records)
+
+    def _emit(self, make: Callable[..., MembershipEvent], **fields: object) -> None:
+        """Deliver an event of the runners' (``make(**fields)`` with this member's identity fields) to
+        the listeners, and re-raise a listener's exception (``static_consumer._core.recovery``)."""
+        s = self._session
+        s.dispatch.emit(make(**s.event_fields(), **fields))
+        s.dispatch.raise_pending()
+
+    def _sleep(self, seconds: float) -> None:
+        """Wait ``seconds``, ending at once on :meth:`stop` (the runners' retry waits)."""
+        self._session.sleep(seconds)
 
     def _give_back(self, records: Sequence[Record]) -> None:
         """Records handed out but never processed come first on the next call (``static_consumer.aio``:

@@ -222,6 +222,51 @@ class Stalled(MembershipEvent):
     hook: ClassVar[str] = "on_stalled"
 
 
+@dataclass(frozen=True, kw_only=True, slots=True)
+class RecordsRetried(MembershipEvent):
+    """The batch handler raised, and the runner calls it again with the same ``records`` records after
+    ``wait_s`` (docs/failures.md). ``partition`` and ``offset`` are the record the handler named with
+    ``RecordFailedError``, else the first record of the call; ``attempt`` counts the failed attempts so
+    far; ``error`` is the handler's exception as ``Type: message`` (secrets masked)."""
+
+    partition: TopicPartition
+    offset: int
+    records: int
+    attempt: int
+    wait_s: float
+    error: str
+
+    hook: ClassVar[str] = "on_records_retried"
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class RecordDeadLettered(MembershipEvent):
+    """The record at ``partition`` / ``offset`` kept failing after ``attempts`` attempts and was written
+    to ``dead_letter`` (topic, partition, offset), acknowledged; its source offset is committed after
+    this event (``failure_action='dead_letter'``)."""
+
+    partition: TopicPartition
+    offset: int
+    attempts: int
+    error: str
+    dead_letter: tuple[str, int, int]
+
+    hook: ClassVar[str] = "on_record_dead_lettered"
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class RecordSkipped(MembershipEvent):
+    """The record at ``partition`` / ``offset`` kept failing after ``attempts`` attempts and was left
+    unhandled; its offset is committed after this event (``failure_action='skip'``)."""
+
+    partition: TopicPartition
+    offset: int
+    attempts: int
+    error: str
+
+    hook: ClassVar[str] = "on_record_skipped"
+
+
 class MembershipListener:
     """Base class for listeners; every method is an optional no-op.
 
@@ -269,6 +314,15 @@ class MembershipListener:
         """The broker refused a commit (the partitions moved, or the session ended); the records come
         again, and the consumer goes on."""
 
+    def on_records_retried(self, event: RecordsRetried) -> None:
+        """The batch handler raised; the runner calls it again after a wait."""
+
+    def on_record_dead_lettered(self, event: RecordDeadLettered) -> None:
+        """A record that kept failing was written to its dead-letter topic (acknowledged)."""
+
+    def on_record_skipped(self, event: RecordSkipped) -> None:
+        """A record that kept failing was skipped."""
+
 
 class Dispatcher:
     """Delivers events to listeners, collecting their exceptions for the caller to re-raise."""
@@ -314,6 +368,9 @@ __all__ = [
     "Lost",
     "MembershipEvent",
     "MembershipListener",
+    "RecordDeadLettered",
+    "RecordSkipped",
+    "RecordsRetried",
     "Revoked",
     "StallVerdict",
     "Stalled",

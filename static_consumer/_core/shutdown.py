@@ -24,6 +24,7 @@ from static_consumer._base.errors import (
 )
 from static_consumer._base.records import Record, RecordBatch, TopicPartition
 from static_consumer._core.consumer import StaticConsumer
+from static_consumer._core.recovery.runner import FailureHandling
 
 log = logging.getLogger(__name__)
 
@@ -151,16 +152,21 @@ def consume_until_stopped(
     poll_timeout_s: float = 1.0,
 ) -> None:
     """The loop of :func:`run_until_sigterm`, without its signal handler and its close: start
-    ``consumer``, hand each non-empty batch to ``handle_batch`` and commit it through a
+    ``consumer``, hand each non-empty batch to ``handle_batch`` (under the settings' failure policy:
+    retries, then stop, dead-letter or skip; docs/failures.md) and commit it through a
     :class:`BatchCommitter`, until :meth:`StaticConsumer.stop`. For a pod main that ends another way
     (``leave_group()`` on a scale-down, its own signal handling); the caller closes the consumer."""
     committer = BatchCommitter(consumer)
-    consumer.start()
-    while not consumer.stopping:
-        batch = consumer.consume(max_records, poll_timeout_s)
-        if batch:
-            handle_batch(batch)
-            committer.commit(batch)
+    failures = FailureHandling(consumer, handle_batch)
+    failures.prepare()  # failure_action='dead_letter': its topics checked before joining
+    try:
+        consumer.start()
+        while not consumer.stopping:
+            batch = consumer.consume(max_records, poll_timeout_s)
+            if batch:
+                failures.handle(batch, committer.commit)
+    finally:
+        failures.close()
 
 
 def run_until_sigterm(
@@ -179,9 +185,11 @@ def run_until_sigterm(
     ``timeout_s`` (default ``settings.shutdown_timeout_s``) bounds the time from the signal to the end
     of close(); a batch still running at the signal is finished first, and only close() can be cut short.
     A commit refused because the partitions moved or the session ended meanwhile (``CommitRefused``
-    event) and a transient commit failure do not end the loop (see :class:`BatchCommitter`). Everything
-    else propagates after the consumer was closed: an exception of ``handle_batch`` (its batch is not
-    committed), FencedInstanceError, other fatal errors; see :func:`exit_code_for`.
+    event) and a transient commit failure do not end the loop (see :class:`BatchCommitter`). An
+    exception of ``handle_batch`` goes through the settings' failure policy (``failure_retries``, then
+    ``failure_action``; docs/failures.md): with ``stop`` (the default) it propagates once the retries are
+    spent, nothing from the failing record on committed. Everything else propagates after the consumer was
+    closed: FencedInstanceError, other fatal errors; see :func:`exit_code_for`.
     """
     bound = consumer.settings.shutdown_timeout_s if timeout_s is None else timeout_s
     handler = install_sigterm_handler(consumer, signals=signals)

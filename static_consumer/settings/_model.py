@@ -35,6 +35,7 @@ from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict, Settin
 from static_consumer._base.errors import ConfigurationError
 from static_consumer._security.oauth import OAuthBearerToken
 from static_consumer._security.secrets import redact_items
+from static_consumer.settings._failures import failure_problems
 from static_consumer.settings._passthrough import librdkafka_problems
 from static_consumer.settings._rules import (
     ENV_PREFIX,
@@ -252,6 +253,53 @@ class ConsumerSettings(BaseSettings):
         "for topics another deployment step creates; a typo fails the pod instead of leaving it idle. Unset "
         "(`none` in the environment): wait forever, with a warning.",
     )
+    failure_retries: int = Field(
+        default=3,
+        ge=0,
+        le=100,
+        description="When a batch handler raises (in `run_until_sigterm`, the pool's workers, the asyncio "
+        "and the Spark runner): how many more times the runner calls it with the same records, waiting "
+        "`failure_backoff_s`, then twice as long each time up to `failure_max_backoff_s`. Retries stop early "
+        "when the next attempt would begin more than half of `max_poll_interval_ms` after the batch was "
+        "handed out, so retrying never costs the member its partitions. Then `failure_action` applies "
+        "(docs/failures.md).",
+    )
+    failure_backoff_s: float = Field(
+        default=1.0,
+        ge=0,
+        le=_MAX_WAIT_S,
+        allow_inf_nan=False,
+        description="The wait before the first retry of a failed batch or record; doubled for each next one.",
+    )
+    failure_max_backoff_s: float = Field(
+        default=10.0,
+        ge=0,
+        le=_MAX_WAIT_S,
+        allow_inf_nan=False,
+        description="The longest wait between two attempts; at least `failure_backoff_s`.",
+    )
+    failure_action: Literal["stop", "dead_letter", "skip"] = Field(
+        default="stop",
+        description="What the runners do with a record still failing after the retries. `stop`: raise the "
+        "handler's error, nothing past the record committed (the pod exits 70 and reads it again after its "
+        "restart). `dead_letter`: write it to `dead_letter_topic` (acknowledged before the source offset is "
+        "committed past it) and go on. `skip`: log it, emit `RecordSkipped` and go on. Default `stop`: no "
+        "record is ever committed unhandled unless you chose where failed records go (docs/failures.md).",
+    )
+    dead_letter_topic: str = Field(
+        default="{topic}-dlt",
+        description="With `failure_action='dead_letter'`: the dead-letter topic; `{topic}` is the source "
+        "topic. It must exist (the library never creates it) and be writable: checked before joining.",
+    )
+    dead_letter_timeout_s: float = Field(
+        default=30.0,
+        gt=0,
+        le=_MAX_WAIT_S,
+        allow_inf_nan=False,
+        description="With `failure_action='dead_letter'`: how long a dead-letter write may take to be "
+        "acknowledged (`acks=all`) before the runner stops with `DeadLetterError` (exit 75), committing "
+        "nothing past the record.",
+    )
     librdkafka: Mapping[str, LibrdkafkaValue] = Field(
         default_factory=dict,
         description="Extra librdkafka properties (a JSON object in the environment; read-only once built). "
@@ -363,7 +411,7 @@ class ConsumerSettings(BaseSettings):
 
     @model_validator(mode="after")
     def _check_combinations(self) -> ConsumerSettings:
-        problems = combination_problems(self)
+        problems = combination_problems(self) + failure_problems(self)
         # Keys the library owns are reported above; librdkafka judges the others.
         others = {k: v for k, v in self.librdkafka.items() if not is_owned(k, self.protocol)}
         problems += librdkafka_problems(others, self.protocol, env_var("librdkafka"))
