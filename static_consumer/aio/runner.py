@@ -14,12 +14,13 @@ Same contract as :func:`static_consumer.run_until_sigterm`, for an async ``handl
 from __future__ import annotations
 
 import asyncio
-import inspect
+import contextlib
 import signal
 from collections.abc import Awaitable, Callable, Iterable
 
 from static_consumer._base.records import RecordBatch
 from static_consumer._core.shutdown import StopRequest
+from static_consumer.aio._failures import AsyncFailureHandling, Interrupted
 from static_consumer.aio.consumer import AsyncStaticConsumer
 
 
@@ -38,9 +39,10 @@ async def run_until_sigterm(
 
     The signals are handled by the running loop (``loop.add_signal_handler``: the handler only sets the
     stop request, the loop goes on). ``timeout_s`` (default ``settings.shutdown_timeout_s``) bounds the
-    time from the signal to the end of close(), as in the sync runner. Errors propagate after the close
-    (FencedInstanceError for a fenced member: exit code 82 through ``exit_code_for``); a cancelled runner
-    closes too.
+    time from the signal to the end of close(), as in the sync runner. A failing ``handle_batch`` goes
+    through the settings' failure policy, as in the sync runner (docs/failures.md). Errors propagate
+    after the close (FencedInstanceError for a fenced member: exit code 82 through ``exit_code_for``); a
+    cancelled runner closes too.
     """
     loop = asyncio.get_running_loop()
     bound = consumer.settings.shutdown_timeout_s if timeout_s is None else timeout_s
@@ -49,17 +51,22 @@ async def run_until_sigterm(
     for sig in signals:
         loop.add_signal_handler(sig, request, sig)
         installed.append(sig)
+    failures = AsyncFailureHandling(consumer, handle_batch)
     try:
+        await failures.prepare()  # failure_action='dead_letter': its topics checked before joining
         await consumer.start()
         # batches() commits each batch once the body is done (with the next fetch, on the thread) and
-        # ends at the stop request, after committing the last one.
-        async for batch in consumer.batches(max_records, poll_timeout_s):
-            handled = handle_batch(batch)
-            if inspect.isawaitable(handled):
-                await handled
+        # ends at the stop request, after committing the last one. A failing handler goes through the
+        # settings' failure policy; a stop during its retries ends the loop, the batch's rest uncommitted.
+        with contextlib.suppress(Interrupted):
+            async for batch in consumer.batches(max_records, poll_timeout_s):
+                await failures.handle(batch)
     finally:
         try:
-            await consumer.close(timeout_s=request.close_timeout(bound))
+            try:
+                await failures.close()
+            finally:
+                await consumer.close(timeout_s=request.close_timeout(bound))
         finally:
             for sig in installed:
                 loop.remove_signal_handler(sig)

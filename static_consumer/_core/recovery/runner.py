@@ -73,6 +73,11 @@ class Recovery:
     def dead_lettering(self) -> bool:
         return self.policy.then == "dead_letter"
 
+    @property
+    def watching_patterns(self) -> bool:
+        """Whether batches must be looked at for topics seen the first time (``^regex`` subscriptions)."""
+        return self.dead_lettering and bool(self._patterns)
+
     def prepare(self) -> None:
         """Before the consumer joins: check the dead-letter topic of every named source topic (exists,
         writable) and build the producer, so a missing topic or ACL fails the start, not the first
@@ -105,7 +110,7 @@ class Recovery:
     def arrived(self, batch: Sequence[Record]) -> None:
         """A batch arrived: under a ``^regex`` subscription, check the dead-letter topics of topics seen
         for the first time (before any of their records can fail)."""
-        if not (self.dead_lettering and self._patterns):
+        if not self.watching_patterns:
             return
         if isinstance(batch, RecordList):
             topics = {topic for topic, _ in batch.highest_offsets()}
