@@ -22,6 +22,8 @@ from static_consumer.spark._ledger import BatchKey, Plan
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
 
+    from static_consumer.settings import ConsumerSettings
+
 log = logging.getLogger(__name__)
 
 
@@ -47,8 +49,10 @@ class BatchInfo:
 @dataclass(frozen=True)
 class FailurePolicy:
     """What happens when ``fn`` raises: ``retries`` more calls with the same DataFrame (exponential
-    ``backoff_s`` up to ``max_backoff_s``), then the runner stops and re-raises; nothing of the batch is
-    committed. Retries also stop when the next one would start past ``max_poll_interval_ms``."""
+    ``backoff_s`` up to ``max_backoff_s``), then the settings' ``failure_action``: ``stop`` (the runner
+    re-raises; nothing of the batch is committed), ``dead_letter`` or ``skip`` (every record of the batch;
+    docs/failures.md). Retries also stop when the next one would start past ``max_poll_interval_ms``.
+    Without one, the runner takes the settings' ``failure_retries`` and back-off."""
 
     retries: int = 0
     backoff_s: float = 1.0
@@ -57,6 +61,11 @@ class FailurePolicy:
     def __post_init__(self) -> None:
         if self.retries < 0 or self.backoff_s < 0 or self.max_backoff_s < 0:
             raise ValueError(f"FailurePolicy values must be >= 0, got {self}")
+
+    @classmethod
+    def from_settings(cls, settings: ConsumerSettings) -> FailurePolicy:
+        """The settings' ``failure_retries``, ``failure_backoff_s`` and ``failure_max_backoff_s``."""
+        return cls(settings.failure_retries, settings.failure_backoff_s, settings.failure_max_backoff_s)
 
     def wait_s(self, attempt: int) -> float:
         """Pause after failed attempt number ``attempt`` (1-based)."""
@@ -127,6 +136,7 @@ class Attempts:
         self._fn, self._spark, self._failure, self._budget_s = fn, spark, failure, budget_s
         self._stopping, self._sleep, self._clock = stopping, sleep, clock
         self.run_tag = f"static-consumer-{uuid.uuid4().hex[:8]}"
+        self.failed_after: dict[int, int] = {}  # batch id -> attempts made, for a batch that kept failing
 
     def tag(self, info: BatchInfo) -> str:
         return f"{self.run_tag}-batch-{info.batch_id}"
@@ -172,6 +182,7 @@ class Attempts:
                 wait = self._failure.wait_s(attempt)
                 why = self._give_up(attempt, self._clock() - begun + wait)
                 if why is not None:
+                    self.failed_after[info.batch_id] = attempt
                     exc.add_note(
                         f"static_consumer.spark: batch {info.batch_id} ({info.records} records) failed on "
                         f"attempt {attempt}{why}; nothing of it was committed"

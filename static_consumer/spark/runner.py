@@ -31,8 +31,10 @@ from static_consumer._base.records import TopicPartition
 from static_consumer._base.retry import RetryPolicy
 from static_consumer._core.consumer import StaticConsumer
 from static_consumer._core.events import Dispatcher, Fenced, Lost, MembershipListener, Revoked
+from static_consumer._core.recovery.runner import DeadLettersFactory
 from static_consumer.settings import ConsumerSettings
 from static_consumer.spark._batch import BatchLimits, BatchSizer, PendingBatch, commit_offsets
+from static_consumer.spark._failures import BatchRecovery
 from static_consumer.spark._handoff import FrameMaker, Handoff, SessionLike
 from static_consumer.spark._ledger import BatchKey, Ledger, Plan
 from static_consumer.spark._progress import LagProbe, progress
@@ -88,8 +90,10 @@ class MicroBatchRunner:
     directory on durable storage (one per group and instance id below it) that makes ``info.key``
     restart-stable and replays an unfinished batch after a crash; ``listeners`` go to the consumer
     and also get a :class:`~static_consumer._core.events.BatchProgress` per batch, with the lag looked up at
-    most every ``lag_interval_s`` (None: never). ``consumer_factory``, ``sleep`` and ``clock`` are seams
-    for tests. Up to two batches are in memory at once: one being processed and one being collected.
+    most every ``lag_interval_s`` (None: never). ``failure`` overrides the settings' retries of a failing
+    ``fn``; after them the settings' ``failure_action`` applies to the whole batch (docs/failures.md).
+    ``consumer_factory``, ``dead_letters``, ``sleep`` and ``clock`` are seams for tests. Up to two
+    batches are in memory at once: one being processed and one being collected.
     """
 
     def __init__(
@@ -106,6 +110,7 @@ class MicroBatchRunner:
         listeners: Sequence[MembershipListener] = (),
         lag_interval_s: float | None = 10.0,
         consumer_factory: ConsumerFactory | None = None,
+        dead_letters: DeadLettersFactory | None = None,
         sleep: Callable[[float], object] | None = None,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
@@ -120,7 +125,13 @@ class MicroBatchRunner:
         self._sleep = sleep or self._stopped.wait
         self._clock = clock
         self._attempts = Attempts(
-            fn, spark, failure or FailurePolicy(), self._budget_s, self._stopping, self._sleep, clock
+            fn,
+            spark,
+            failure or FailurePolicy.from_settings(settings),
+            self._budget_s,
+            self._stopping,
+            self._sleep,
+            clock,
         )
         self._pending = PendingBatch()
         self._inflight: InFlight | None = None
@@ -136,6 +147,8 @@ class MicroBatchRunner:
         self._since_previous: float | None = None
         factory = consumer_factory or _static_consumer
         self._consumer = factory(settings, [_Guard(self), *listeners])
+        self._recovery = BatchRecovery(self._consumer, dead_letters)
+        self._collected: PendingBatch | None = None  # the records of the batch in flight
 
     @property
     def consumer(self) -> StaticConsumer:
@@ -173,13 +186,14 @@ class MicroBatchRunner:
         """Start the consumer and process batches until :meth:`stop`, ``max_batches`` batches, or no
         record for ``idle_timeout_s``; then close the consumer (a static member stays in the group).
 
-        Exceptions from ``fn`` (after the failure policy gave up), consumer errors such as
+        Exceptions from ``fn`` (after the retries, with ``failure_action='stop'``), consumer errors such as
         FencedInstanceError, and :class:`~static_consumer.spark.SparkSessionStoppedError` when the
         Spark session died propagate, after the consumer was closed without committing the batch.
         """
         started = self._clock()
         batches = records = 0
         finished = False
+        self._recovery.prepare()  # failure_action='dead_letter': its topics checked before joining
         self._consumer.start()
         self._lag.prepare()
         try:
@@ -222,6 +236,7 @@ class MicroBatchRunner:
             try:
                 self._close()
             finally:
+                self._recovery.close()
                 self._frames.close()
                 self._lag.close()
                 if self._ledger is not None:
@@ -342,6 +357,7 @@ class MicroBatchRunner:
             key=key,
         )
         self._next_id += 1
+        self._collected = batch
         # Built here rather than on the worker: it holds the GIL either way, and this leaves the worker
         # with work that mostly runs without it (the Parquet write, Spark), alongside the next collect.
         table = batches_to_table(batch.chunks)
@@ -391,8 +407,11 @@ class MicroBatchRunner:
                     self._budget_s,
                 )
         self._inflight = None
+        collected, self._collected = self._collected, None
         if flight.error is not None:
-            raise flight.error
+            attempts = self._attempts.failed_after.pop(flight.info.batch_id, flight.info.attempt)
+            if collected is None or not self._recovery.settle_batch(collected, flight.error, attempts):
+                raise flight.error
         begun = self._clock()
         if self._ledger is not None and flight.plan is not None:
             self._ledger.done(flight.plan)

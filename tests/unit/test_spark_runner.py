@@ -93,6 +93,7 @@ def make_runner(
     sink = Sink(factory, fail=fail, delay_s=delay_s)
     sleeps: list[float] = []
     values: dict[str, Any] = {"bootstrap_servers": "127.0.0.1:9092", "group_id": "g", "topics": ("t",)}
+    values["failure_retries"] = 0  # the runner stops at the first failure unless a test says otherwise
     values.update(settings)
 
     def consumer(s: ConsumerSettings, ls: Sequence[MembershipListener]) -> StaticConsumer:
