@@ -19,11 +19,14 @@ from static_consumer._base.errors import (
     CommitFailedError,
     ConfigurationError,
     ConsumerClosedError,
+    DeadLetterError,
+    DeadLetterTopicError,
     FatalConsumerError,
     FencedInstanceError,
     GroupProtocolMismatchError,
     InvalidInstanceIdError,
     MissingTopicError,
+    RecordFailedError,
     RetriableError,
     SessionTimeoutOutOfBoundsError,
     StaticConsumerError,
@@ -45,6 +48,9 @@ from static_consumer._core.events import (
     Lost,
     MembershipEvent,
     MembershipListener,
+    RecordDeadLettered,
+    RecordSkipped,
+    RecordsRetried,
     Revoked,
     Stalled,
     StandingBy,
@@ -52,6 +58,7 @@ from static_consumer._core.events import (
 from static_consumer._core.gate import StaticDecision
 from static_consumer._core.identity import Identity, resolve_identity, validate_instance_id
 from static_consumer._core.modes import decide
+from static_consumer._core.recovery.policy import OnFailure
 from static_consumer._core.shutdown import install_sigterm_handler, run_until_sigterm
 from static_consumer._kafka.capabilities import BrokerCapabilities
 from static_consumer.settings import ConsumerSettings, OAuthBearerToken
@@ -77,6 +84,8 @@ __all__ = [
     "ConfigurationError",
     "ConsumerClosedError",
     "ConsumerSettings",
+    "DeadLetterError",
+    "DeadLetterTopicError",
     "FatalConsumerError",
     "FatalError",
     "Fenced",
@@ -91,8 +100,13 @@ __all__ = [
     "MembershipEvent",
     "MembershipListener",
     "OAuthBearerToken",
+    "OnFailure",
     "Record",
     "RecordBatch",
+    "RecordDeadLettered",
+    "RecordFailedError",
+    "RecordSkipped",
+    "RecordsRetried",
     "RetriableError",
     "Revoked",
     "SessionTimeoutOutOfBoundsError",

@@ -219,14 +219,14 @@ class StaticConsumer:
         hand_out(s, records)
         return RecordBatch.from_records(records)
 
-    def _emit(self, make: Callable[..., MembershipEvent], **fields: object) -> None:
+    def _emit_event(self, make: Callable[..., MembershipEvent], **fields: object) -> None:
         """Deliver an event of the runners' (``make(**fields)`` with this member's identity fields) to
         the listeners, and re-raise a listener's exception (``static_consumer._core.recovery``)."""
         s = self._session
         s.dispatch.emit(make(**s.event_fields(), **fields))
         s.dispatch.raise_pending()
 
-    def _sleep(self, seconds: float) -> None:
+    def _retry_wait(self, seconds: float) -> None:
         """Wait ``seconds``, ending at once on :meth:`stop` (the runners' retry waits)."""
         self._session.sleep(seconds)
 

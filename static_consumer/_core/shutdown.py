@@ -24,6 +24,7 @@ from static_consumer._base.errors import (
 )
 from static_consumer._base.records import Record, RecordBatch, TopicPartition
 from static_consumer._core.consumer import StaticConsumer
+from static_consumer._core.recovery.policy import OnFailure
 from static_consumer._core.recovery.runner import FailureHandling
 
 log = logging.getLogger(__name__)
@@ -150,6 +151,7 @@ def consume_until_stopped(
     *,
     max_records: int = 500,
     poll_timeout_s: float = 1.0,
+    on_failure: OnFailure | None = None,
 ) -> None:
     """The loop of :func:`run_until_sigterm`, without its signal handler and its close: start
     ``consumer``, hand each non-empty batch to ``handle_batch`` (under the settings' failure policy:
@@ -157,7 +159,7 @@ def consume_until_stopped(
     :class:`BatchCommitter`, until :meth:`StaticConsumer.stop`. For a pod main that ends another way
     (``leave_group()`` on a scale-down, its own signal handling); the caller closes the consumer."""
     committer = BatchCommitter(consumer)
-    failures = FailureHandling(consumer, handle_batch)
+    failures = FailureHandling(consumer, handle_batch, policy=on_failure)
     failures.prepare()  # failure_action='dead_letter': its topics checked before joining
     try:
         consumer.start()
@@ -177,6 +179,7 @@ def run_until_sigterm(
     poll_timeout_s: float = 1.0,
     timeout_s: float | None = None,
     signals: Iterable[signal.Signals] = (signal.SIGTERM,),
+    on_failure: OnFailure | None = None,
 ) -> None:
     """Start ``consumer`` and feed batches to ``handle_batch`` (committing each through a
     :class:`BatchCommitter`) until SIGTERM or :meth:`StaticConsumer.stop`; then finish the current
@@ -187,14 +190,21 @@ def run_until_sigterm(
     A commit refused because the partitions moved or the session ended meanwhile (``CommitRefused``
     event) and a transient commit failure do not end the loop (see :class:`BatchCommitter`). An
     exception of ``handle_batch`` goes through the settings' failure policy (``failure_retries``, then
-    ``failure_action``; docs/failures.md): with ``stop`` (the default) it propagates once the retries are
-    spent, nothing from the failing record on committed. Everything else propagates after the consumer was
-    closed: FencedInstanceError, other fatal errors; see :func:`exit_code_for`.
+    ``failure_action``, or ``on_failure``; docs/failures.md): with ``stop`` (the default) it propagates
+    once the retries are spent, nothing from the failing record on committed. Everything else
+    propagates after the consumer was closed: FencedInstanceError, other fatal errors; see
+    :func:`exit_code_for`.
     """
     bound = consumer.settings.shutdown_timeout_s if timeout_s is None else timeout_s
     handler = install_sigterm_handler(consumer, signals=signals)
     try:
-        consume_until_stopped(consumer, handle_batch, max_records=max_records, poll_timeout_s=poll_timeout_s)
+        consume_until_stopped(
+            consumer,
+            handle_batch,
+            max_records=max_records,
+            poll_timeout_s=poll_timeout_s,
+            on_failure=on_failure,
+        )
     finally:
         try:
             consumer.close(timeout_s=handler.close_timeout(bound))

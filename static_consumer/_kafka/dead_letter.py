@@ -84,7 +84,7 @@ def dead_letter_headers(
     attempts: int,
     settings: ConsumerSettings,
     instance_id: str | None,
-) -> list[tuple[str, bytes]]:
+) -> list[tuple[str, str | bytes | None]]:
     """The record's own headers (earlier ``dlt.*`` ones left out: a record dead-lettered again carries
     its latest failure), then where it came from and why it failed, as UTF-8 text."""
     message = scrub_for(settings, str(error))[:MESSAGE_LIMIT]
@@ -102,7 +102,7 @@ def dead_letter_headers(
     if instance_id is not None:
         ours.append((INSTANCE_ID, instance_id))
     ours += [(EXCEPTION_TYPE, exception_type(error)), (EXCEPTION_MESSAGE, message), (ATTEMPTS, str(attempts))]
-    kept = [(k, v if v is not None else b"") for k, v in without_ours(record.headers)]
+    kept: list[tuple[str, str | bytes | None]] = list(without_ours(record.headers))
     return kept + [(k, v.encode()) for k, v in ours]
 
 

@@ -19,6 +19,7 @@ import signal
 from collections.abc import Awaitable, Callable, Iterable
 
 from static_consumer._base.records import RecordBatch
+from static_consumer._core.recovery.policy import OnFailure
 from static_consumer._core.shutdown import StopRequest
 from static_consumer.aio._failures import AsyncFailureHandling, Interrupted
 from static_consumer.aio.consumer import AsyncStaticConsumer
@@ -32,6 +33,7 @@ async def run_until_sigterm(
     poll_timeout_s: float = 1.0,
     timeout_s: float | None = None,
     signals: Iterable[signal.Signals] = (signal.SIGTERM,),
+    on_failure: OnFailure | None = None,
 ) -> None:
     """Start ``consumer`` and feed non-empty batches to ``handle_batch`` (a coroutine function or a plain
     one), committing each after it returned, until one of ``signals`` arrives or :meth:`stop` is called;
@@ -40,9 +42,9 @@ async def run_until_sigterm(
     The signals are handled by the running loop (``loop.add_signal_handler``: the handler only sets the
     stop request, the loop goes on). ``timeout_s`` (default ``settings.shutdown_timeout_s``) bounds the
     time from the signal to the end of close(), as in the sync runner. A failing ``handle_batch`` goes
-    through the settings' failure policy, as in the sync runner (docs/failures.md). Errors propagate
-    after the close (FencedInstanceError for a fenced member: exit code 82 through ``exit_code_for``); a
-    cancelled runner closes too.
+    through the settings' failure policy (or ``on_failure``), as in the sync runner (docs/failures.md).
+    Errors propagate after the close (FencedInstanceError for a fenced member: exit code 82 through
+    ``exit_code_for``); a cancelled runner closes too.
     """
     loop = asyncio.get_running_loop()
     bound = consumer.settings.shutdown_timeout_s if timeout_s is None else timeout_s
@@ -51,7 +53,7 @@ async def run_until_sigterm(
     for sig in signals:
         loop.add_signal_handler(sig, request, sig)
         installed.append(sig)
-    failures = AsyncFailureHandling(consumer, handle_batch)
+    failures = AsyncFailureHandling(consumer, handle_batch, policy=on_failure)
     try:
         await failures.prepare()  # failure_action='dead_letter': its topics checked before joining
         await consumer.start()

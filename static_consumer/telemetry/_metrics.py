@@ -13,6 +13,7 @@ REASON = "static_consumer.reason"
 PHASE = "static_consumer.spark.phase"
 COMMITTED = "static_consumer.spark.committed"
 VERDICT = "static_consumer.stall.verdict"
+TOPIC = "messaging.destination.name"  # the source topic of a failing record
 
 
 @dataclass(frozen=True, slots=True)
@@ -179,6 +180,31 @@ METRICS: tuple[Metric, ...] = (
         (VERDICT,),
     ),
     Metric(
+        "static_consumer.handler.retries",
+        "counter",
+        "{retry}",
+        "Times a runner called the batch handler again after it raised (failure_retries; see the "
+        "RecordsRetried event), by the source topic of the record it failed on.",
+        (TOPIC,),
+        java="(Spring Kafka: DefaultErrorHandler back-off attempts)",
+    ),
+    Metric(
+        "static_consumer.records.dead_lettered",
+        "counter",
+        "{record}",
+        "Records written to their dead-letter topic (acknowledged) after the retries, by source topic "
+        "(failure_action='dead_letter'; the RecordDeadLettered event).",
+        (TOPIC,),
+    ),
+    Metric(
+        "static_consumer.records.skipped",
+        "counter",
+        "{record}",
+        "Records left unhandled after the retries, by source topic (failure_action='skip'; the "
+        "RecordSkipped event).",
+        (TOPIC,),
+    ),
+    Metric(
         "static_consumer.stall.dropped_records",
         "counter",
         "{record}",
@@ -210,6 +236,7 @@ __all__ = [
     "PHASE",
     "PROTOCOL",
     "REASON",
+    "TOPIC",
     "VERDICT",
     "Metric",
     "metric_reference",

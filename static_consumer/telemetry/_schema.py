@@ -30,7 +30,8 @@ FIELDS: tuple[Field, ...] = (
         "string",
         "STRING",
         "`joining`, `assigned`, `revoked`, `lost`, `fenced`, `fatal`, `closed`, `stalled`, "
-        "`commit_refused`, or `batch` (a Spark bridge micro-batch was processed).",
+        "`commit_refused`, `batch` (a Spark bridge micro-batch was processed), or a failing handler's "
+        "`retried`, `dead_lettered`, `skipped` (docs/failures.md).",
     ),
     Field("group", "string", "STRING", "Consumer group id."),
     Field("instance_id", "string or null", "STRING", "`group.instance.id`; null for a dynamic member."),
@@ -59,7 +60,7 @@ FIELDS: tuple[Field, ...] = (
         _PARTITIONS,
         "`assigned`/`revoked`/`lost`: the partitions of the event. `joining`: the partitions the "
         "broker held for the instance id (when `held`). `commit_refused`: the partitions of the "
-        "refused commit. Else null.",
+        "refused commit. `retried`/`dead_lettered`/`skipped`: the failing record's partition. Else null.",
     ),
     Field(
         "held",
@@ -94,13 +95,16 @@ FIELDS: tuple[Field, ...] = (
         "string or null",
         "STRING",
         "`fenced`/`fatal`: the client's error text. `commit_refused`: Kafka's name for the refusal "
-        "(e.g. `UNKNOWN_MEMBER_ID`).",
+        "(e.g. `UNKNOWN_MEMBER_ID`). `retried`/`dead_lettered`/`skipped`: the handler's exception as "
+        "`Type: message` (secrets masked).",
     ),
     Field(
         "offsets",
         "list of {topic, partition, offset} or null",
         "ARRAY<STRUCT<`topic`: STRING, `partition`: INT, `offset`: BIGINT>>",
-        "`commit_refused` only: the offsets that were not committed (their records come again).",
+        "`commit_refused`: the offsets that were not committed (their records come again). "
+        "`retried`/`dead_lettered`/`skipped`: the failing record (the one the handler named, else the "
+        "first of the call).",
     ),
     Field(
         "left_group",
@@ -109,7 +113,12 @@ FIELDS: tuple[Field, ...] = (
         "`closed` only: whether the member left the group (false for a normal static close).",
     ),
     Field("batch_id", "int", "INT", "`batch` only: the runner's batch number (from 0 per run)."),
-    Field("records", "int", "BIGINT", "`batch` only: records handed to fn."),
+    Field(
+        "records",
+        "int",
+        "BIGINT",
+        "`batch`: records handed to fn. `retried`: records the next attempt gets.",
+    ),
     Field("bytes", "int", "BIGINT", "`batch` only: payload bytes (keys, values, headers) of the batch."),
     Field("collect_s", "float", "DOUBLE", "`batch` only: seconds spent collecting the batch."),
     Field("process_s", "float", "DOUBLE", "`batch` only: seconds fn took (retries included)."),
@@ -158,6 +167,20 @@ FIELDS: tuple[Field, ...] = (
         "`stalled` only: where partitions were sent back to, so that no dropped record is skipped.",
     ),
     Field("waited_s", "float or null", "DOUBLE", "`stalled` only: seconds the check took."),
+    Field(
+        "attempts",
+        "int or null",
+        "INT",
+        "`retried`: failed attempts so far. `dead_lettered`/`skipped`: attempts before the record was "
+        "given up on.",
+    ),
+    Field("wait_s", "float or null", "DOUBLE", "`retried` only: seconds before the next attempt."),
+    Field(
+        "dead_letter",
+        "{topic, partition, offset} or null",
+        "STRUCT<`topic`: STRING, `partition`: INT, `offset`: BIGINT>",
+        "`dead_lettered` only: where the record was written (acknowledged).",
+    ),
 )
 
 # spark.read.schema(EVENT_LOG_SPARK_SCHEMA).json(path) reads every version-1 log.

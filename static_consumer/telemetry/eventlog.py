@@ -29,6 +29,9 @@ from static_consumer._core.events import (
     Lost,
     MembershipEvent,
     MembershipListener,
+    RecordDeadLettered,
+    RecordSkipped,
+    RecordsRetried,
     Revoked,
     Stalled,
 )
@@ -46,6 +49,9 @@ _NAMES: dict[type[MembershipEvent], str] = {
     BatchProgress: "batch",
     Stalled: "stalled",
     CommitRefused: "commit_refused",
+    RecordsRetried: "retried",
+    RecordDeadLettered: "dead_lettered",
+    RecordSkipped: "skipped",
 }
 _BATCH_FIELDS = (
     "batch_id",
@@ -152,6 +158,8 @@ def record(event: MembershipEvent, tracker: MembershipTracker) -> dict[str, Any]
             rewound=[{"topic": tp.topic, "partition": tp.partition, "offset": o} for tp, o in event.rewound],
             waited_s=round(event.waited_s, 6),
         )
+    elif isinstance(event, RecordsRetried | RecordDeadLettered | RecordSkipped):
+        _failure_fields(line, event)
     for outcome in outcomes:
         if isinstance(outcome, Join):
             line.update(join_kind=outcome.kind, duration_s=round(outcome.duration_s, 6))
@@ -160,6 +168,20 @@ def record(event: MembershipEvent, tracker: MembershipTracker) -> dict[str, Any]
         elif isinstance(outcome, Failed):
             line["failed"] = outcome.reason
     return line
+
+
+def _failure_fields(line: dict[str, Any], event: RecordsRetried | RecordDeadLettered | RecordSkipped) -> None:
+    tp = event.partition
+    line["partitions"] = _partitions([tp])
+    line["offsets"] = [{"topic": tp.topic, "partition": tp.partition, "offset": event.offset}]
+    line["error"] = event.error
+    if isinstance(event, RecordsRetried):
+        line.update(attempts=event.attempt, records=event.records, wait_s=round(event.wait_s, 6))
+        return
+    line["attempts"] = event.attempts
+    if isinstance(event, RecordDeadLettered):
+        topic, partition, offset = event.dead_letter
+        line["dead_letter"] = {"topic": topic, "partition": partition, "offset": offset}
 
 
 def _partitions(partitions: Iterable[TopicPartition]) -> list[dict[str, Any]]:

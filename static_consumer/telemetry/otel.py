@@ -26,6 +26,9 @@ from static_consumer._core.events import (
     Lost,
     MembershipEvent,
     MembershipListener,
+    RecordDeadLettered,
+    RecordSkipped,
+    RecordsRetried,
     Revoked,
     Stalled,
 )
@@ -38,6 +41,7 @@ from static_consumer.telemetry._metrics import (
     PHASE,
     PROTOCOL,
     REASON,
+    TOPIC,
     VERDICT,
 )
 from static_consumer.telemetry._tracker import (
@@ -103,6 +107,9 @@ class OtelListener(MembershipListener):
         self._stalls = counter("static_consumer.stalls")
         self._refused = counter("static_consumer.commits.refused")
         self._stall_dropped = counter("static_consumer.stall.dropped_records")
+        self._retries = counter("static_consumer.handler.retries")
+        self._dead_lettered = counter("static_consumer.records.dead_lettered")
+        self._skipped = counter("static_consumer.records.skipped")
         spec = by_name["static_consumer.assigned_partitions"]
         self._assigned = meter.create_up_down_counter(spec.name, spec.unit, spec.description)
         spec = by_name["static_consumer.rebalance.time_since_last"]
@@ -194,6 +201,15 @@ class OtelListener(MembershipListener):
     def on_commit_refused(self, event: CommitRefused) -> None:
         self._handle(event)
         self._refused.add(1, {**self._attrs, REASON: event.error})
+
+    def on_records_retried(self, event: RecordsRetried) -> None:
+        self._retries.add(1, {**self._metric_attributes(event), TOPIC: event.partition.topic})
+
+    def on_record_dead_lettered(self, event: RecordDeadLettered) -> None:
+        self._dead_lettered.add(1, {**self._metric_attributes(event), TOPIC: event.partition.topic})
+
+    def on_record_skipped(self, event: RecordSkipped) -> None:
+        self._skipped.add(1, {**self._metric_attributes(event), TOPIC: event.partition.topic})
 
     # -- recording -----------------------------------------------------------------------------------
 

@@ -23,6 +23,8 @@ EXPECTED = {
     "ConfigurationError",
     "ConsumerClosedError",
     "ConsumerSettings",
+    "DeadLetterError",  # a failed record the dead-letter topic did not acknowledge in time
+    "DeadLetterTopicError",  # failure_action='dead_letter' and its topic does not exist
     "EXIT_CONFIG",
     "EXIT_FATAL",
     "EXIT_FENCED",
@@ -43,8 +45,13 @@ EXPECTED = {
     "MissingTopicError",
     "MembershipListener",
     "OAuthBearerToken",
+    "OnFailure",  # the handler-failure policy: tenacity's stop and wait, then stop, dead-letter or skip
     "Record",
     "RecordBatch",
+    "RecordDeadLettered",
+    "RecordFailedError",  # a batch handler names the record it failed on
+    "RecordSkipped",
+    "RecordsRetried",
     "RetriableError",
     "Revoked",
     "SessionTimeoutOutOfBoundsError",

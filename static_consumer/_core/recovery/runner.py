@@ -131,7 +131,7 @@ class Recovery:
             self.text(step.error),
             step.seconds,
         )
-        self.consumer._emit(
+        self.consumer._emit_event(
             RecordsRetried,
             partition=step.first.topic_partition,
             offset=step.first.offset,
@@ -146,7 +146,7 @@ class Recovery:
         record, error = step.record, self.text(step.error)
         if not self.dead_lettering:
             log.error("skipping %s after %d attempts: %s", where(record), step.attempts, error)
-            self.consumer._emit(
+            self.consumer._emit_event(
                 RecordSkipped,
                 partition=record.topic_partition,
                 offset=record.offset,
@@ -169,7 +169,7 @@ class Recovery:
             written.offset,
             error,
         )
-        self.consumer._emit(
+        self.consumer._emit_event(
             RecordDeadLettered,
             partition=record.topic_partition,
             offset=record.offset,
@@ -210,7 +210,7 @@ class FailureHandling:
         self.recovery = Recovery(consumer, policy, dead_letters, clock)
         self._consumer = consumer
         self._handler = handler
-        self._sleep = sleep or consumer._sleep
+        self._sleep = sleep or consumer._retry_wait
 
     def prepare(self) -> None:
         self.recovery.prepare()
