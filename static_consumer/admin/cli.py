@@ -1,4 +1,4 @@
-"""``static-consumer``: operate static members (probe, describe, remove-members, scale-down, demo).
+"""``static-consumer``: operate static members (probe, describe, remove-members, scale-down, redrive, demo).
 
 (``static-consumer run``, the pod main, is :mod:`static_consumer.command`, the script's entry point,
 which hands every other command to :func:`main` here.)
@@ -19,7 +19,7 @@ import logging
 import os
 import sys
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, TextIO
 
 from static_consumer._base.errors import (
@@ -82,6 +82,13 @@ class Operations:
     audit_group: Callable[..., audit.GroupAudit] = audit.audit_group
     remove_members: Callable[..., RemovalResult] = admin.remove_members
     scale_down: Callable[..., RemovalResult] = admin.scale_down
+    redrive: Callable[..., Any] = field(default_factory=lambda: _redrive)
+
+
+def _redrive(settings: ConsumerSettings, topic: str, **options: Any) -> Any:
+    from static_consumer.admin.redrive import redrive  # confluent-kafka's consumer and producer: when asked
+
+    return redrive(settings, topic, **options)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -141,6 +148,20 @@ def build_parser() -> argparse.ArgumentParser:
     )
     scale.add_argument("--instance-id-template", help="default: STATIC_CONSUMER_INSTANCE_ID_TEMPLATE")
 
+    redrive = sub.add_parser(
+        "redrive",
+        parents=[common],
+        help="send dead-lettered records back to their source topics (docs/failures.md)",
+    )
+    redrive.add_argument("dead_letter_topic", metavar="DEAD_LETTER_TOPIC")
+    redrive.add_argument(
+        "--group",
+        help="the consumer group that dead-lettered them (default: STATIC_CONSUMER_GROUP_ID); the run reads "
+        "as GROUP.redrive, so the next run goes on where this one stopped",
+    )
+    redrive.add_argument("--dry-run", action="store_true", help="count what would be sent; send nothing")
+    redrive.add_argument("--timeout-s", type=float, default=300.0, help="bound for the whole run")
+
     sub.add_parser("demo", help="run the demo (see `static-consumer demo --help`)", add_help=False)
     sub.add_parser(
         "run",
@@ -190,6 +211,17 @@ def run(args: argparse.Namespace, ops: Operations, out: TextIO) -> int:
         data = {"group": result.description.to_dict(), "audit": result.to_dict()}
         code = EXIT_AUDIT if args.check and not result.ok else EXIT_OK
         text = render.render_describe(result)
+    elif args.command == "redrive":
+        redriven = ops.redrive(
+            settings, args.dead_letter_topic, dry_run=args.dry_run, timeout_s=args.timeout_s
+        )
+        data, code = redriven.to_dict(), EXIT_OK
+        verb = "would send" if args.dry_run else "sent"
+        text = "\n".join(
+            [f"{verb} {redriven.total} records from {args.dead_letter_topic} (group {redriven.group}):"]
+            + [f"  {where}: {n}" for where, n in sorted(redriven.sent.items())]
+            + ([f"  passed over (no dlt.original.* headers): {redriven.foreign}"] if redriven.foreign else [])
+        )
     elif args.command == "remove-members":
         removal = ops.remove_members(
             settings, args.instance_ids, group_id=settings.group_id, reason=args.reason
