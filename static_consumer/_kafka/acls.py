@@ -74,11 +74,13 @@ class Need:
 
 
 GROUP, TOPICS = "<group>", "<each topic>"
+DEAD_LETTER = "<dead-letter topic>"  # dead_letter_topic, {topic} replaced by each source topic
 _GROUP_READ = Acl("READ", "Group", GROUP)
 _GROUP_DESCRIBE = Acl("DESCRIBE", "Group", GROUP)
 _TOPIC_READ = Acl("READ", "Topic", TOPICS)
 _TOPIC_DESCRIBE = Acl("DESCRIBE", "Topic", TOPICS)
 _TYPED = "AuthorizationError naming it (exit 78) at the first refusal"
+_REDRIVE = "AuthorizationError (exit 78); nothing of the run is committed past the refusal"
 
 NEEDS: Mapping[str, tuple[Need, ...]] = MappingProxyType(
     {
@@ -122,6 +124,23 @@ NEEDS: Mapping[str, tuple[Need, ...]] = MappingProxyType(
                     "(group.consumer.max.session.timeout.ms) instead of the group's"
                 ),
             ),
+        ),
+        "dead-letter (failure_action='dead_letter')": (
+            Need(
+                Acl("WRITE", "Topic", DEAD_LETTER),
+                "Produce (idempotent: WRITE on a topic also allows its InitProducerId); the check before "
+                "joining (DESCRIBE, which WRITE implies) that the topic exists and may be written",
+                without="AuthorizationError naming it (exit 78) before the consumer joins",
+            ),
+        ),
+        "redrive": (
+            Need(Acl("READ", "Topic", DEAD_LETTER), "Metadata, ListOffsets, Fetch", without=_REDRIVE),
+            Need(
+                Acl("READ", "Group", f"{GROUP}.redrive"),
+                "FindCoordinator, OffsetFetch, OffsetCommit of the run's own group",
+                without=_REDRIVE,
+            ),
+            Need(Acl("WRITE", "Topic", TOPICS), "Produce back to the source topics", without=_REDRIVE),
         ),
         "describe": (
             Need(_GROUP_DESCRIBE, "FindCoordinator, DescribeGroups, ConsumerGroupDescribe", without=_TYPED),
@@ -356,6 +375,7 @@ def authorization_error(
 
 __all__ = [
     "CLUSTER_NAME",
+    "DEAD_LETTER",
     "NEEDS",
     "Acl",
     "Need",

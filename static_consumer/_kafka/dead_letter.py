@@ -143,13 +143,15 @@ class Written:
     offset: int
 
 
-def write_refused(settings: ConsumerSettings, topic: str, doing: str, detail: str) -> AuthorizationError:
-    """The :class:`AuthorizationError` for a principal that may not write ``topic``."""
-    acl, principal = Acl(_WRITE, "Topic", topic), principal_of(settings)
+def refused(
+    settings: ConsumerSettings, topic: str, doing: str, detail: str, operation: str = _WRITE
+) -> AuthorizationError:
+    """The :class:`AuthorizationError` for a principal that may not ``operation`` (WRITE) ``topic``."""
+    acl, principal = Acl(operation, "Topic", topic), principal_of(settings)
     return AuthorizationError(
         f"{doing}: the brokers refused {principal} ({scrub_for(settings, detail)}): grant {acl} "
         f"({acl.command(principal)}). docs/security.md lists the ACLs each operation needs",
-        operation=_WRITE,
+        operation=operation,
         resource="Topic",
         name=topic,
         kafka_code=TOPIC_AUTHORIZATION_FAILED,
@@ -189,11 +191,11 @@ def check_topics(settings: ConsumerSettings, topics: Sequence[str]) -> dict[str,
             if kind is ErrorKind.UNKNOWN_TOPIC:
                 raise missing(topic, doing) from None
             if kind is ErrorKind.AUTHORIZATION:  # not even DESCRIBE: WRITE would give it
-                raise write_refused(settings, topic, doing, text) from None
+                raise refused(settings, topic, doing, text) from None
             raise error_for(kind, text, settings, doing) from None
         allowed = {getattr(op, "name", str(op)) for op in described.authorized_operations or ()}
         if _WRITE not in allowed and "ALL" not in allowed:
-            raise write_refused(settings, topic, doing, f"allowed: {', '.join(sorted(allowed)) or 'nothing'}")
+            raise refused(settings, topic, doing, f"allowed: {', '.join(sorted(allowed)) or 'nothing'}")
         out[topic] = len(described.partitions)
     return out
 
@@ -267,7 +269,7 @@ class DeadLetters:
     def _refusal(self, err: Any, topic: str, doing: str, where: tuple[str, int, int]) -> StaticConsumerError:
         kind, text = classify(err.code()), scrub_for(self._settings, f"{err.name()}: {err.str()}")
         if kind is ErrorKind.AUTHORIZATION:
-            return write_refused(self._settings, topic, doing, text)
+            return refused(self._settings, topic, doing, text)
         if kind is ErrorKind.UNKNOWN_TOPIC:
             return missing(topic, doing)
         if kind in (ErrorKind.AUTHENTICATION, ErrorKind.TLS, ErrorKind.CONFIGURATION):
@@ -303,5 +305,5 @@ __all__ = [
     "exception_type",
     "origin_of",
     "without_ours",
-    "write_refused",
+    "refused",
 ]

@@ -19,9 +19,10 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from static_consumer._base.codes import TOPIC_AUTHORIZATION_FAILED
 from static_consumer._base.errors import BrokerUnavailableError, RetriableError
 from static_consumer._kafka.admin_client import LIBRDKAFKA_LOG, construction_error, error_for, kafka_exception
-from static_consumer._kafka.dead_letter import missing, origin_of, without_ours, write_refused
+from static_consumer._kafka.dead_letter import missing, origin_of, refused, without_ours
 from static_consumer._security.oauth import first_token
 from static_consumer._security.tls import check_tls_files
 from static_consumer.settings import ConsumerSettings
@@ -100,13 +101,15 @@ def redrive(
         producer = None if dry_run else Producer(producer_config)
     except KafkaException as exc:
         raise construction_error(exc, consumer_config, settings, doing) from None
+    # A refusal names the run's own group (an ACL the consumer's principal may lack).
+    as_run = settings.model_copy(update={"group_id": name})
     try:
         metadata = consumer.list_topics(dead_letter_topic, timeout=settings.connect_timeout_s)
         topic = metadata.topics.get(dead_letter_topic)
         if topic is None or topic.error is not None:
             code = topic.error.code() if topic is not None and topic.error is not None else None
-            if code == 29:
-                raise write_refused(settings, dead_letter_topic, doing, "TOPIC_AUTHORIZATION_FAILED")
+            if code == TOPIC_AUTHORIZATION_FAILED:
+                raise refused(settings, dead_letter_topic, doing, "TOPIC_AUTHORIZATION_FAILED", "READ")
             raise missing(dead_letter_topic, doing)
         partitions = [TopicPartition(dead_letter_topic, p) for p in sorted(topic.partitions)]
         ends = {
@@ -168,6 +171,8 @@ def redrive(
                     result.committed[p] = o
                 if o >= ends[p]:
                     todo.discard(p)
+    except KafkaException as exc:
+        raise error_for(*kafka_exception(exc), as_run, doing) from None
     finally:
         consumer.close()
     log.info("re-drove %d records from %s (%d passed over)", result.total, dead_letter_topic, result.foreign)
@@ -184,8 +189,8 @@ def _check_delivery(settings: ConsumerSettings, doing: str) -> Callable[[Any, An
     def delivered(err: Any, msg: Any) -> None:
         if err is None:
             return
-        if err.code() == 29:
-            raise write_refused(settings, msg.topic(), doing, err.str())
+        if err.code() == TOPIC_AUTHORIZATION_FAILED:
+            raise refused(settings, msg.topic(), doing, err.str())
         kind, text = kafka_exception(Exception(err))
         raise error_for(kind, f"{err.name()}: {err.str()}", settings, doing)
 
