@@ -242,3 +242,28 @@ def test_the_operator_tools_run_with_their_acls_and_end_typed_without_them(
         assert code == 0 and removed["removed"] == ["app-0"], removed
     finally:
         consumer.close()
+
+
+@pytest.mark.parametrize("protocol", ["classic", "consumer"])
+def test_dead_letter_topic_needs_write_and_without_it_the_start_ends_typed_before_joining(
+    protocol: str, acl: AclCluster, topic: str, kafka_group_id_factory: Callable[..., str]
+) -> None:
+    dead_letter = create_topic(acl.cluster.bootstrap_servers, f"{topic}-dlt", PARTITIONS)
+    fields = {"failure_action": "dead_letter"}
+    group = kafka_group_id_factory()
+    granted = needs(CONSUMER[protocol], group, topic)
+    [write] = [n.acl for n in NEEDS["dead-letter (failure_action='dead_letter')"]]
+    acl.only([*granted, Acl(write.operation, write.resource, dead_letter)])  # the table's row, this topic
+    done = run_pod(settings_for(acl, group, topic, protocol, **fields), records=RECORDS)
+    assert (done.code, done.records) == (0, RECORDS), done
+
+    for case, extra in (
+        ("no ACL", []),
+        ("DESCRIBE instead of WRITE", [Acl("DESCRIBE", "Topic", dead_letter)]),
+    ):
+        group = kafka_group_id_factory("dlt")
+        acl.only([*needs(CONSUMER[protocol], group, topic), *extra])
+        outcome = run_pod(settings_for(acl, group, topic, protocol, **fields), records=1)
+        print(f"{protocol}, dead-letter topic, {case}: exit {outcome.code} after {outcome.seconds:.1f} s")
+        assert_ends_naming(outcome, Acl("WRITE", "Topic", dead_letter))
+        assert committed_offsets(acl.cluster.bootstrap_servers, group, topic, PARTITIONS) == {}
