@@ -19,7 +19,7 @@ import logging
 import os
 import sys
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, TextIO
 
 from static_consumer._base.errors import (
@@ -38,6 +38,8 @@ from static_consumer._security.secrets import ISSUED_TOKENS, env_secrets, scrub
 from static_consumer.admin import _render as render
 from static_consumer.admin import audit
 from static_consumer.admin import members as admin
+from static_consumer.admin.redrive import RedriveResult
+from static_consumer.admin.redrive import redrive as redrive_records
 from static_consumer.settings import ConsumerSettings
 
 EXIT_AUDIT = 1  # describe --check: the audit found problems, or the group is rebalancing
@@ -82,13 +84,7 @@ class Operations:
     audit_group: Callable[..., audit.GroupAudit] = audit.audit_group
     remove_members: Callable[..., RemovalResult] = admin.remove_members
     scale_down: Callable[..., RemovalResult] = admin.scale_down
-    redrive: Callable[..., Any] = field(default_factory=lambda: _redrive)
-
-
-def _redrive(settings: ConsumerSettings, topic: str, **options: Any) -> Any:
-    from static_consumer.admin.redrive import redrive  # confluent-kafka's consumer and producer: when asked
-
-    return redrive(settings, topic, **options)
+    redrive: Callable[..., RedriveResult] = redrive_records
 
 
 def build_parser() -> argparse.ArgumentParser:
