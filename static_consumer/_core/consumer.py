@@ -17,7 +17,7 @@ import logging
 import os
 import threading
 import warnings
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from types import TracebackType
 
 from static_consumer._base.errors import ConsumerClosedError, StaticConsumerError

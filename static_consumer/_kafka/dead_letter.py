@@ -18,7 +18,7 @@ import logging
 import threading
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 from static_consumer._base.codes import TOPIC_AUTHORIZATION_FAILED, ErrorKind, classify
 from static_consumer._base.errors import (
@@ -39,10 +39,19 @@ from static_consumer._kafka.admin_client import (
 from static_consumer._security.oauth import first_token
 from static_consumer._security.secrets import scrub_for
 from static_consumer._security.tls import check_tls_files
-from static_consumer.settings import ConsumerSettings
 from static_consumer.settings._config import admin_config
+from static_consumer.settings._views import Cluster
 
 log = logging.getLogger(__name__)
+
+
+class DeadLetterFields(Cluster, Protocol):
+    """The settings as dead-lettering reads them (``ConsumerSettings`` is one): the cluster, and the
+    bound of a write."""
+
+    @property
+    def dead_letter_timeout_s(self) -> float: ...
+
 
 PREFIX = "dlt."
 ORIGINAL_TOPIC = "dlt.original.topic"
@@ -82,7 +91,7 @@ def dead_letter_headers(
     *,
     error: BaseException,
     attempts: int,
-    settings: ConsumerSettings,
+    settings: DeadLetterFields,
     instance_id: str | None,
 ) -> list[tuple[str, str | bytes | None]]:
     """The record's own headers (earlier ``dlt.*`` ones left out: a record dead-lettered again carries
@@ -144,7 +153,7 @@ class Written:
 
 
 def refused(
-    settings: ConsumerSettings, topic: str, doing: str, detail: str, operation: str = _WRITE
+    settings: DeadLetterFields, topic: str, doing: str, detail: str, operation: str = _WRITE
 ) -> AuthorizationError:
     """The :class:`AuthorizationError` for a principal that may not ``operation`` (WRITE) ``topic``."""
     acl, principal = Acl(operation, "Topic", topic), principal_of(settings)
@@ -167,7 +176,7 @@ def missing(topic: str, doing: str) -> DeadLetterTopicError:
     )
 
 
-def check_topics(settings: ConsumerSettings, topics: Sequence[str]) -> dict[str, int]:
+def check_topics(settings: DeadLetterFields, topics: Sequence[str]) -> dict[str, int]:
     """Partition count per dead-letter topic, once each exists and the principal may write it (its
     authorized operations include WRITE); raises :class:`DeadLetterTopicError` for a missing one and
     :class:`AuthorizationError` naming WRITE on it otherwise. Asked before the consumer joins."""
@@ -204,7 +213,7 @@ class DeadLetters:
     """Writes failed records to their dead-letter topics, each acknowledged before :meth:`send`
     returns. ``partitions``: the topics' partition counts, from :func:`check_topics`."""
 
-    def __init__(self, settings: ConsumerSettings, partitions: Mapping[str, int] | None = None) -> None:
+    def __init__(self, settings: DeadLetterFields, partitions: Mapping[str, int] | None = None) -> None:
         from confluent_kafka import KafkaException, Producer
 
         self._settings = settings
@@ -285,6 +294,7 @@ class DeadLetters:
 
 __all__ = [
     "ATTEMPTS",
+    "DeadLetterFields",
     "EXCEPTION_MESSAGE",
     "EXCEPTION_TYPE",
     "GROUP",

@@ -247,7 +247,7 @@ def test_the_table_says_why_and_what_happens_without_each_acl() -> None:
         assert needs, operation
         for need in needs:
             assert need.why and need.without, (operation, need)
-            assert need.acl.operation in ("READ", "DESCRIBE", "DESCRIBE_CONFIGS")
+            assert need.acl.operation in ("READ", "DESCRIBE", "DESCRIBE_CONFIGS", "WRITE")
             assert need.optional == ("AuthorizationError" not in need.without), (operation, need)
 
 

@@ -30,6 +30,7 @@ from static_consumer import (
 )
 from static_consumer._base.records import Record, RecordBatch
 from static_consumer._core.recovery import runner as recovery_runner
+from static_consumer._core.seams import Seams
 from static_consumer._kafka.dead_letter import Written
 from static_consumer.aio import AsyncStaticConsumer
 from static_consumer.aio import run_until_sigterm as run_async
@@ -100,9 +101,7 @@ def consumer_for(
         settings(**fields),
         listeners=listeners,
         env={"POD_NAME": "app-0"},
-        adapter_factory=factory,
-        probe=lambda s: MODERN,
-        sleep=waits.append,
+        seams=Seams(adapter_factory=factory, probe=lambda _s, **_: MODERN, sleep=waits.append),
     )
     return consumer, waits
 
@@ -218,8 +217,7 @@ def test_the_asyncio_runner_dead_letters_and_commits_the_same_way(
         settings(failure_action="dead_letter", failure_backoff_s=0.0),
         listeners=[events],
         env={"POD_NAME": "app-0"},
-        adapter_factory=factory,
-        probe=lambda s: MODERN,
+        seams=Seams(adapter_factory=factory, probe=lambda _s, **_: MODERN),
     )
 
     async def handle(batch: RecordBatch) -> None:
@@ -243,8 +241,7 @@ def test_the_asyncio_runner_stops_with_the_handled_records_committed() -> None:
     consumer = AsyncStaticConsumer(
         settings(failure_backoff_s=0.0),
         env={"POD_NAME": "app-0"},
-        adapter_factory=factory,
-        probe=lambda s: MODERN,
+        seams=Seams(adapter_factory=factory, probe=lambda _s, **_: MODERN),
     )
 
     def handle(batch: RecordBatch) -> None:
