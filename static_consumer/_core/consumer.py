@@ -170,7 +170,7 @@ class StaticConsumer:
         record = s.buffer.popleft() if s.buffer else None
         if record is None:
             item = adapter.poll(timeout)
-            after_client_call(s, adapter)
+            after_client_call(s, adapter, isinstance(item, Record))
             if isinstance(item, PollError):
                 handle_error(s, item)
             else:
@@ -189,7 +189,7 @@ class StaticConsumer:
         records = take_buffered(s, max_records) if s.buffer else []
         if len(records) < max_records:
             items = adapter.consume(max_records - len(records), 0.0 if records else timeout)
-            after_client_call(s, adapter)
+            after_client_call(s, adapter, bool(items or records))
             if not records and isinstance(items, RecordList):
                 records = items  # the adapter's list, with the highest offsets commit(records) needs
             else:
@@ -209,7 +209,7 @@ class StaticConsumer:
         if s.buffer:  # records given back after a listener error come first, as in consume()
             return RecordBatch.from_records(self.consume(max_records, timeout))
         got = adapter.consume_batch(max_records, timeout)
-        after_client_call(s, adapter)
+        after_client_call(s, adapter, len(got) > 0)
         if isinstance(got, RecordBatch) and not s.stall.checking:
             hand_out(s, got)
             return got

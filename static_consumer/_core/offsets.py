@@ -136,7 +136,9 @@ class CommitFlight:
     """The commit that does not wait for the broker (``_core/ownership.py``).
 
     At most one is in flight: a commit asked for meanwhile is ``owed`` and sent, with every offset
-    processed by then, once the result of the one in flight was read. ``superseded``: a synchronous
+    processed by then, once the result of the one in flight was read: by the poll path at once, unless
+    that client call handed out records (``deferred``): then by the application's next ``commit()``, or
+    the poll path after the next client call if none came. ``superseded``: a synchronous
     commit sent every processed offset since, so that result counts for nothing. ``failed``: a commit
     that met a failure that ends the session (a fence, a missing ACL), raised by the poll path at once or
     the next ``commit()``. ``refusal``: any other failure (or a fence the client recovered from by
@@ -147,6 +149,7 @@ class CommitFlight:
     sent_at: int = 0  # the tracker's version when it was sent
     client: object = None  # the client it was sent through (a replaced client takes its commit along)
     owed: bool = False
+    deferred: bool = False  # owed, its turn came as records went out: it waits for the next commit()
     holding: bool = False  # a synchronous commit waits for the one in flight: owed ones wait for it too
     superseded: bool = False
     failed: tuple[PollError, Mapping[TopicPartition, int]] | None = None

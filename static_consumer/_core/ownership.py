@@ -6,29 +6,40 @@ exceptions are collected by the dispatcher and re-raised by the consumer after t
 for records the application processed, only for partitions this member owns, and never once the session
 is fenced or failed.
 
-A commit does not wait for the broker unless asked to (``commit(asynchronous=False)``): it is
-librdkafka's own asynchronous commit (``ConsumerAdapter.begin_commit``), whose result the client hands
-back inside the consuming thread's next poll/consume. There is no thread of the library's own:
-confluent-kafka lets one thread at a time into a consumer handle, so a commit on another thread would
-wait for every poll in progress, and a revoke callback waiting for that commit inside a poll would never
-see it end. At most one such commit is in flight (``CommitFlight``): a commit asked for meanwhile is
-owed and goes, with everything processed by then, once the result of the one in flight was read
-(:func:`settle`, after every client call on the poll path and in every commit), so librdkafka's own
-retries of a failed OffsetCommit cannot make two of them land out of order. A failure is raised by the
-next ``commit()``, a fatal one (a fence) by the poll path at once.
+Two commit paths, one function each:
 
-Whatever must know that its commit reached the broker (a revoke, ``close()``, the stall guard,
-``commit(asynchronous=False)``) commits synchronously on the calling thread: it sends every processed
-offset, those in flight included, so it supersedes that commit, whose result is then dropped when it
-comes (:func:`supersede`). Outside a rebalance callback it first waits (bounded) for that result, driving
-the client (``poll.end_in_flight``; no owed commit goes meanwhile), so a retry of the one in flight by
-librdkafka cannot land after it. A revoke cannot: a poll nested in confluent-kafka's rebalance callback
-clears the call state the outer poll needs for its next callback. There, only such a retry (after a
-retriable error answer) could land after the revoke's commit, moving a committed offset back by less
-than a batch: records delivered again, never lost.
+- :func:`commit_async` (``commit()``'s default): librdkafka's own asynchronous commit
+  (``ConsumerAdapter.begin_commit``), whose result the client hands back inside a later poll/consume of
+  the consuming thread; :func:`settle` reads it after every client call on the poll path and in every
+  commit. There is no thread of the library's own: confluent-kafka lets one thread at a time into a
+  consumer handle, so a commit on another thread would wait for every poll in progress, and a revoke
+  callback waiting for that commit inside a poll would never see it end. At most one commit is in flight
+  (``CommitFlight``), because librdkafka sends an OffsetCommit again by itself after some errors (a
+  coordinator that moved or is loading, a timeout, a dropped connection), possibly after a newer one
+  went: two in flight could move a committed offset back. A commit asked for meanwhile is owed and goes,
+  with everything processed by then, once that result was read: by the poll path at once, or, when the
+  client call that served the result also handed out records, with the application's next ``commit()``
+  (or after the next client call, if no ``commit()`` came first). An owed commit sent right after such a
+  call would be answered while the application handles the records with no client call, so the next
+  ``commit()`` would find it unread and owe again, and every later batch would go one call late for as
+  long as records keep coming. The bound that gives: in the steady state a batch's offsets go with the
+  ``commit()`` after it; while answers take longer than one ``consume()``, at the latest with the next
+  batch's ``commit()`` (the committed offset then trails the last handled batch by at most two batches,
+  for at most one ``consume()`` and one handler), and the first answer that comes within a ``consume()``
+  restores the steady state. A failure is raised by the next ``commit()``, a fatal one (a fence) by the
+  poll path at once.
+- :func:`commit_sync`: whatever must know that its commit reached the broker (a revoke, ``close()``, the
+  stall guard, ``commit(asynchronous=False)``) commits on the calling thread and waits. It sends every
+  processed offset, those in flight included, so it supersedes the commit in flight, whose result then
+  counts for nothing when it comes (:func:`supersede`). Outside a rebalance callback it first waits
+  (bounded) for that result, driving the client (``poll.end_in_flight``; no owed commit goes meanwhile),
+  so a retry of the one in flight cannot land after it. A revoke cannot: a poll nested in
+  confluent-kafka's rebalance callback clears the call state the outer poll needs for its next callback.
+  There, only such a retry (after a retriable error answer) could land after the revoke's commit, moving
+  a committed offset back by less than a batch: records delivered again, never lost.
 
-``commit()`` returns what it returned when every commit waited: the offsets no earlier call returned
-(``OffsetTracker.fresh``), not everything sent or owed.
+Both return the offsets this call asks for that no earlier call returned (``OffsetTracker.fresh``), not
+everything sent or owed: a caller sees each offset once, whichever commit carries it.
 """
 
 from __future__ import annotations
@@ -98,85 +109,129 @@ def commit(
     end_in_flight: Callable[[], object] | None = None,
 ) -> dict[TopicPartition, int]:
     """Commit processed offsets (``what`` None), a record, records or a batch (marked processed first),
-    or explicit next-offsets.
+    or explicit next-offsets: :func:`commit_async` unless asked to wait, or unless waiting is the only
+    safe way. Explicit offsets while a commit is in flight go synchronously (they need not be higher than
+    the ones in flight, and must not be overtaken by them); so does a commit that comes longer than the
+    stall guard's threshold after the last client call (the member may have lost its partitions
+    meanwhile: its answer, now).
 
-    Returns what it returned when every commit waited: the offsets this call asked for that no earlier
-    call did (a batch's next offsets, and those of records processed since the last commit), whether
-    they were sent now, are owed to the commit in flight, or went synchronously together with the offsets
-    of the commit in flight; explicit offsets as given. Offsets of a commit that failed count as not
-    asked for (the next call sends and returns them again).
-
-    Asynchronous: raises the failure of a commit whose result was read since the last call (see the
-    mode), after this call's offsets were sent or owed all the same (a fence or a missing ACL: before,
-    and nothing is sent). Explicit offsets while a commit is in flight go synchronously (they need not be
-    higher than the ones in flight, and must not be overtaken by them). Synchronous: first
-    ``end_in_flight`` (drives the client until the result of the commit in flight was read, bounded), so
-    a retry of that one cannot land after this one; then waits for the broker; raises for a refused
-    commit."""
+    Returns the offsets this call asks for that no earlier call returned (a batch's next offsets, and
+    those of records processed since the last commit), whether they go now, are owed to the commit in
+    flight, or go synchronously together with the offsets of the commit in flight; explicit offsets as
+    given. Offsets of a commit that failed count as not asked for (the next call sends and returns them
+    again)."""
     if session.adapter is None:
         raise RuntimeError("static_consumer bug: commit without a client")
-    explicit = isinstance(what, Mapping)
+    explicit: dict[TopicPartition, int] | None = None
     if isinstance(what, Mapping):
-        offsets = dict(what)
+        explicit = dict(what)
     elif isinstance(what, RecordBatch | RecordList):  # they know their highest offsets
         _ignored(session.offsets.mark_highest(what.highest_offsets()))
     else:
         _ignored(session.offsets.mark_all([what] if isinstance(what, Record) else what or ()))
-    flight = session.commits
-    if flight.sent is not None:
+    if session.commits.sent is not None:
         settle(session)  # a result served by the last client call, not read yet
     stalled = _after_a_stall(session)
-    if asynchronous and (explicit and flight.sent is not None or stalled):
-        # After a stall the member may have lost its partitions meanwhile: its answer, now.
-        asynchronous = False
-    if not asynchronous and flight.sent is not None and end_in_flight is not None and not stalled:
-        # Not after a stall: serving the client first would report the loss the stall may have caused
-        # and hide the refusal this commit is there to raise; and the one in flight went over a stall
-        # threshold ago, time librdkafka had to answer or retry it.
-        end_in_flight()  # may serve callbacks (a revoke, a fence raised by the poll path)
-    adapter = session.adapter
-    if adapter is None:
-        raise RuntimeError("static_consumer bug: commit without a client")
-    if flight.failed is not None:  # a fence or a missing ACL an earlier commit met: raised, nothing sent
-        failed, flight.failed = flight.failed, None
-        _raise_failure(session, *failed)
-    # An earlier commit's refusal: raised once this call's own offsets went (a synchronous commit sends
-    # those offsets again and reports its own outcome instead).
+    if asynchronous and not stalled and (explicit is None or session.commits.sent is None):
+        return commit_async(session, explicit)
+    # Not after a stall: serving the client first would report the loss the stall may have caused and
+    # hide the refusal this commit is there to raise; and the one in flight went over a stall threshold
+    # ago, time librdkafka had to answer or retry it.
+    return commit_sync(session, explicit, end_in_flight=None if stalled else end_in_flight)
+
+
+def commit_async(
+    session: Session, explicit: Mapping[TopicPartition, int] | None
+) -> dict[TopicPartition, int]:
+    """Send every processed offset (or ``explicit`` ones) without waiting for the broker.
+
+    - Nothing in flight: the offsets go now, through librdkafka's asynchronous commit; its result is read
+      after a later client call (:func:`settle`).
+    - A commit in flight: this call's offsets are owed and go, with everything processed by then, once
+      that result was read; explicit offsets never come here then (``commit`` sends them synchronously).
+    - Raises, before sending anything, a failure that ends the session which an earlier commit met (a
+      fence, a missing ACL); raises an earlier commit's refusal after this call's offsets were sent or
+      owed all the same (``CommitFailedError``, ``RetriableError``)."""
+    flight, tracker = session.commits, session.offsets
+    adapter = _client(session)
+    _raise_kept_failure(session)
     refusal, flight.refusal = flight.refusal, None
-    tracker = session.offsets
-    if explicit:
-        fresh = offsets
+    if explicit is not None:
+        offsets = fresh = dict(explicit)
     else:
-        offsets = tracker.pending()
-        # With no commit in flight or owed, nothing pending was returned before (a success is committed,
-        # a failure un-asked): the common case skips the look-up.
-        fresh = offsets if flight.sent is None and not flight.owed else tracker.fresh(offsets)
-        if asynchronous and flight.sent is not None:  # sent already, owed only if newer
+        offsets, fresh = _pending(session)
+        if flight.sent is not None:  # sent already, owed only if newer
             offsets = {tp: o for tp, o in offsets.items() if flight.sent.get(tp) != o}
-    if not asynchronous:
-        if offsets:
-            supersede(session)
-            try:
-                adapter.commit(offsets)
-            except AdapterError as exc:
-                tracker.unask(offsets)
-                _raise_failure(session, exc.error, offsets)
-            tracker.committed(offsets)
-        return fresh
     if offsets and flight.sent is not None:
         flight.owed = True
         tracker.ask(fresh)
     elif offsets:
         tracker.ask(fresh)
+        owed = flight.owed
         _begin(session, adapter, offsets)
+        flight.owed = owed and explicit is not None  # everything processed went, unless these were explicit
         settle(session)  # one that ended at once (a fake client) is reported at once
-        if flight.failed is not None:
-            failed, flight.failed = flight.failed, None
-            _raise_failure(session, *failed)
+        _raise_kept_failure(session)
         refusal, flight.refusal = refusal or flight.refusal, None
     if refusal is not None:
         raise refusal
     return fresh
+
+
+def commit_sync(
+    session: Session,
+    explicit: Mapping[TopicPartition, int] | None,
+    *,
+    end_in_flight: Callable[[], object] | None,
+) -> dict[TopicPartition, int]:
+    """Send every processed offset (or ``explicit`` ones) and wait for the broker's answer.
+
+    ``end_in_flight`` first (it drives the client until the result of the commit in flight was read,
+    bounded), so that librdkafka's retry of that one cannot land after this one; then this commit
+    supersedes it: it covers the offsets in flight, whose result then counts for nothing. Raises a failure
+    that ends the session which an earlier commit met, before sending anything, and this commit's own
+    refusal (an earlier commit's refusal is not raised: this one sends those offsets again and reports its
+    own outcome)."""
+    flight, tracker = session.commits, session.offsets
+    if flight.sent is not None and end_in_flight is not None:
+        end_in_flight()  # may serve callbacks (a revoke, a fence raised by the poll path)
+    adapter = _client(session)
+    _raise_kept_failure(session)
+    flight.refusal = None
+    offsets, fresh = (dict(explicit), dict(explicit)) if explicit is not None else _pending(session)
+    if offsets:
+        supersede(session)
+        try:
+            adapter.commit(offsets)
+        except AdapterError as exc:
+            tracker.unask(offsets)
+            _raise_failure(session, exc.error, offsets)
+        tracker.committed(offsets)
+    return fresh
+
+
+def _client(session: Session) -> ConsumerAdapter:
+    if session.adapter is None:
+        raise RuntimeError("static_consumer bug: commit without a client")
+    return session.adapter
+
+
+def _pending(session: Session) -> tuple[dict[TopicPartition, int], dict[TopicPartition, int]]:
+    """Every processed offset not committed yet, and the part of it no earlier ``commit()`` returned."""
+    flight, tracker = session.commits, session.offsets
+    offsets = tracker.pending()
+    # With no commit in flight or owed, nothing pending was returned before (a success is committed, a
+    # failure un-asked): the common case skips the look-up.
+    fresh = offsets if flight.sent is None and not flight.owed else tracker.fresh(offsets)
+    return offsets, fresh
+
+
+def _raise_kept_failure(session: Session) -> None:
+    """Raise the failure that ends the session which an earlier commit met (a fence, a missing ACL)."""
+    flight = session.commits
+    if flight.failed is not None:
+        failed, flight.failed = flight.failed, None
+        _raise_failure(session, *failed)
 
 
 def settle(session: Session) -> bool:
@@ -189,7 +244,7 @@ def settle(session: Session) -> bool:
         return True
     if flight.client is not session.adapter:  # the client was replaced: its commit went with it
         session.offsets.unask(flight.sent)
-        flight.sent, flight.owed, flight.superseded = None, False, False
+        flight.sent, flight.owed, flight.deferred, flight.superseded = None, False, False, False
         return True
     adapter = session.adapter
     result = None if adapter is None else adapter.commit_result()
@@ -227,10 +282,12 @@ def supersede(session: Session) -> None:
         flight.superseded = True
 
 
-def pump(session: Session) -> None:
+def pump(session: Session, handed_out: bool = False) -> None:
     """After each client call on the poll path: read the result of the commit in flight, send an owed
     commit, and raise a failure that ends the session at once (a fence found by a commit: nothing more
-    is handed out)."""
+    is handed out). ``handed_out``: the call returned records for the application; an owed commit then
+    waits for the application's next ``commit()``, or the next client call if none came first (see the
+    module docstring)."""
     flight = session.commits
     if flight.sent is not None:
         settle(session)
@@ -241,10 +298,13 @@ def pump(session: Session) -> None:
         and flight.failed is None
         and session.usable
     ):
-        flight.owed = False
-        owed = session.offsets.pending()
-        if owed and session.adapter is not None:
-            _begin(session, session.adapter, owed)
+        if handed_out and not flight.deferred:
+            flight.deferred = True  # the application's next commit() sends it, with that batch's offsets
+        else:
+            flight.owed = flight.deferred = False
+            owed = session.offsets.pending()
+            if owed and session.adapter is not None:
+                _begin(session, session.adapter, owed)
     if flight.failed is not None:
         error, offsets = flight.failed
         flight.failed = None
@@ -263,7 +323,7 @@ def _begin(session: Session, adapter: ConsumerAdapter, offsets: Mapping[TopicPar
         _failed(session, exc.error, dict(offsets))
         return
     flight.sent, flight.sent_at, flight.client = offsets, session.offsets.version, adapter
-    flight.owed = flight.superseded = False
+    flight.owed = flight.deferred = flight.superseded = False
 
 
 def _raise_failure(session: Session, error: PollError, offsets: Mapping[TopicPartition, int]) -> NoReturn:
@@ -353,7 +413,9 @@ __all__ = [
     "Commitable",
     "assigned",
     "commit",
+    "commit_async",
     "commit_quietly",
+    "commit_sync",
     "lost",
     "mark",
     "pump",

@@ -64,10 +64,11 @@ def end_in_flight(session: Session, adapter: ConsumerAdapter, bound_s: float) ->
     ]
 
 
-def after_client_call(session: Session, adapter: ConsumerAdapter) -> None:
+def after_client_call(session: Session, adapter: ConsumerAdapter, handed_out: bool = False) -> None:
     """The time of the return (for the stall guard), the mode's poll work, the errors the client
     reported out of band (librdkafka's error_cb), whether the client can still log in, then the commit
-    in flight: its end read (a fatal failure raised), an owed commit sent."""
+    in flight: its end read (a fatal failure raised), an owed commit sent (``handed_out``: the call
+    returned records for the application; an owed commit then waits for its next ``commit()``)."""
     session.stall.returned(session.clock())
     session.mode.on_poll(session, adapter)
     for error in adapter.take_errors():
@@ -76,7 +77,7 @@ def after_client_call(session: Session, adapter: ConsumerAdapter) -> None:
         check_token(session)  # OAUTHBEARER: the last token expired while the provider kept failing
     commits = session.commits
     if commits.sent is not None or commits.owed or commits.failed is not None:
-        pump(session)
+        pump(session, handed_out)
 
 
 def handle_error(session: Session, error: PollError) -> bool:
