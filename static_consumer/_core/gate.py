@@ -33,7 +33,6 @@ class StaticDecision:
     warnings: tuple[str, ...] = ()
 
 
-
 class GateFields(PolicyFields, Protocol):
     """The settings the gate reads (``ConsumerSettings`` has them)."""
 

@@ -101,9 +101,7 @@ def login_refusal(settings: Cluster, timeout_s: float | None = None) -> str | No
 OnAccepted = Callable[[Any, _LoginLog], None]
 
 
-def failed_login(
-    settings: Cluster, on_accepted: OnAccepted | None = None
-) -> tuple[ErrorKind, str] | None:
+def failed_login(settings: Cluster, on_accepted: OnAccepted | None = None) -> tuple[ErrorKind, str] | None:
     """Log in with librdkafka before kafka-python does: the kind and text of a login that failed for
     certain (refused, a failed TLS handshake, a PLAINTEXT client on a TLS port, or no answer within
     ``connect_timeout_s``), else None.
