@@ -23,7 +23,7 @@ from collections.abc import Callable
 import pytest
 from confluent_kafka import KafkaException
 
-from static_consumer._kafka.watch import ConfluentGroupWatch
+from static_consumer._kafka.watch import GroupWatch
 from static_consumer.settings import ConsumerSettings
 from static_consumer_lab.brokers import describe_consumer_group, produce
 from static_consumer_lab.brokers.kafka_ops import set_group_config
@@ -136,7 +136,7 @@ def test_the_wait_reads_the_group_session_override(
     settings = ConsumerSettings(
         bootstrap_servers=kafka_bootstrap_servers, group_id=group_id, protocol="consumer"
     )
-    watch = ConfluentGroupWatch(settings)
+    watch = GroupWatch(settings)
     try:
         assert watch.session_ms() is None
         # A stock broker bounds the override by its group.consumer.min/max.session.timeout.ms (45-60 s,

@@ -195,7 +195,7 @@ def test_a_key_no_client_can_load_ends_the_admin_functions_with_78(
     calls: dict[str, Callable[[], object]] = {
         "probe": lambda: probe(settings),
         "describe_group": lambda: describe_group(settings),
-        "describe_consumer_protocol (AdminClient)": lambda: describe_consumer_protocol(settings, "g"),
+        "describe_consumer_protocol": lambda: describe_consumer_protocol(settings, "g"),
         "remove_members": lambda: remove_members(settings, ["tls-0"]),
         "scale_down": lambda: scale_down(settings, replicas=0, statefulset="tls"),
     }
@@ -284,7 +284,7 @@ def test_an_oauthbearer_provider_without_a_token_ends_every_client_at_once(
         "StaticConsumer.start": lambda: _start(settings),
         "probe": lambda: probe(settings),
         "describe_group": lambda: describe_group(settings),
-        "describe_consumer_protocol (AdminClient)": lambda: describe_consumer_protocol(settings, "g"),
+        "describe_consumer_protocol": lambda: describe_consumer_protocol(settings, "g"),
         "remove_members": lambda: remove_members(settings, ["tls-0"]),
     }
     for name, call in calls.items():

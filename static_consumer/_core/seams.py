@@ -56,11 +56,11 @@ def remove_static_member(settings: Cluster, instance_id: str) -> bool:
 
 
 def open_group_watch(settings: Cluster) -> GroupWatch:
-    """The default group watch (one confluent-kafka AdminClient), for a refused KIP-848 join or a member
+    """The default group watch (one kafka-python admin session), for a refused KIP-848 join or a member
     standing by: its module is loaded then."""
-    from static_consumer._kafka.watch import ConfluentGroupWatch
+    from static_consumer._kafka.watch import GroupWatch as KafkaGroupWatch
 
-    return ConfluentGroupWatch(settings)
+    return KafkaGroupWatch(settings)
 
 
 @dataclass(frozen=True)

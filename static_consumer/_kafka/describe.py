@@ -1,23 +1,30 @@
 """Reading a group: one :func:`describe_group` (members, instance ids, hosts, assignments as the
 coordinator sees them now), for the operator tools and the consumer's held-assignment look-up.
 
-kafka-python's DescribeGroups goes first because librdkafka's group description leaves out each
-member's subscription, which the audit needs. The classic DescribeGroups API refuses KIP-848 groups, so
-those are described through confluent-kafka's ``describe_consumer_groups`` (ConsumerGroupDescribe),
-which the wait for a held instance id (``watch``) asks too (:func:`ask_consumer_group`). Every client is
-closed before returning, and every broker error leaves as a :mod:`static_consumer._base.errors` class.
+Both requests go through kafka-python. DescribeGroups goes first because it carries each member's
+subscription, which the audit needs. The classic DescribeGroups API refuses KIP-848 groups, so those are
+described with ConsumerGroupDescribe (api key 69), which kafka-python lists but ships no schema for: its
+field list is in ``schemas/``, as for the static leave (``release``). It is not asked through
+librdkafka's admin client: that client aborts or crashes the process that made a coordinator-bound
+request when the coordinator goes away while it is under way (an assertion ``eonce->refcnt > 0``, a
+NULL dereference on NOT_COORDINATOR; librdkafka 2.16), and a consumer process must not die of a look at
+its own group (docs/semantics.md). The wait for a held instance id (``watch``) asks it too
+(:func:`ask_consumer_group`). Every client is closed before returning, and every broker error leaves as
+a :mod:`static_consumer._base.errors` class.
 """
 
 from __future__ import annotations
 
-import concurrent.futures
 from collections.abc import Mapping
 from typing import Any
 
-from static_consumer._base.errors import BrokerUnavailableError
+import kafka.errors as kafka_errors
+from kafka.protocol.api_message import ApiMessage
+
+from static_consumer._base.codes import GROUP_ID_NOT_FOUND
 from static_consumer._base.records import TopicPartition
-from static_consumer._kafka import kafka_python
-from static_consumer._kafka.admin_client import error_for, kafka_exception, librdkafka_admin
+from static_consumer._kafka import kafka_python, schemas
+from static_consumer._kafka.admin_client import error_for
 from static_consumer._kafka.groups import GroupDescription, GroupMember
 from static_consumer.settings._views import Cluster
 
@@ -71,69 +78,78 @@ def _from_describe_groups(group_id: str, raw: Mapping[str, Any]) -> GroupDescrip
     )
 
 
+class ConsumerGroupDescribeRequest(ApiMessage, load_json=schemas):  # type: ignore[misc,call-arg]
+    """KIP-848's ConsumerGroupDescribe request (api key 69)."""
+
+
+class ConsumerGroupDescribeResponse(ApiMessage, load_json=schemas):  # type: ignore[misc,call-arg]
+    """Its response. Defining the class registers kafka-python's decoder for api key 69 (the registry
+    holds a weak reference: the class lives as long as this module)."""
+
+
 def describe_consumer_protocol(settings: Cluster, group_id: str) -> GroupDescription:
-    """Describe a group through confluent-kafka (ConsumerGroupDescribe for KIP-848 groups)."""
-    from confluent_kafka import KafkaException
-
+    """Describe a group with ConsumerGroupDescribe (a KIP-848 group; ``Dead`` when there is none)."""
     doing = f"describe group {group_id}"
-    timeout = settings.connect_timeout_s
-    client = librdkafka_admin(settings, doing)
-    try:
-        return ask_consumer_group(client, group_id, timeout)
-    except concurrent.futures.TimeoutError:
-        raise BrokerUnavailableError(
-            f"{doing}: no answer from {settings.bootstrap_servers} within {timeout:g}s"
-        ) from None
-    except KafkaException as exc:
-        raise error_for(*kafka_exception(exc), settings, doing) from None
+    with kafka_python.kafka_admin(settings, doing) as admin:
+        return ask_consumer_group(admin, group_id)
 
 
-def ask_consumer_group(client: Any, group_id: str, timeout_s: float) -> GroupDescription:
-    """One ConsumerGroupDescribe of ``group_id`` through the confluent-kafka AdminClient ``client``,
-    bounded by ``timeout_s``; raises ``KafkaException`` or ``concurrent.futures.TimeoutError``."""
-    future = client.describe_consumer_groups([group_id], request_timeout=timeout_s)[group_id]
-    return consumer_group(group_id, future.result(timeout=timeout_s))
-
-
-def consumer_group(group_id: str, desc: Any) -> GroupDescription:
-    """A confluent-kafka ``ConsumerGroupDescription`` as a :class:`GroupDescription`."""
+def ask_consumer_group(admin: Any, group_id: str) -> GroupDescription:
+    """One ConsumerGroupDescribe of ``group_id`` through an open kafka-python ``admin`` session, sent to
+    the coordinator found now (a coordinator found earlier may have moved); a group the coordinator does
+    not know is ``Dead``. Raises kafka-python errors (the answer's own error code as its class)."""
+    forget_coordinator(admin, group_id)
+    coordinator, response = admin._manager.run(_describe, admin, group_id)
+    (group,) = response.groups
+    if group.error_code == GROUP_ID_NOT_FOUND:
+        return GroupDescription(group_id, "Dead", "consumer", None, (), coordinator=coordinator)
+    if group.error_code:
+        raise kafka_errors.for_code(group.error_code)(group.error_message or group_id)
     members = tuple(
         GroupMember(
             member_id=m.member_id,
-            instance_id=m.group_instance_id or None,
+            instance_id=m.instance_id or None,
             client_id=m.client_id or "",
-            host=str(m.host or "").lstrip("/"),
+            host=str(m.client_host or "").lstrip("/"),
             subscription=None,
             assignment=_partitions(m.assignment),
-            target_assignment=_partitions(m.target_assignment) if m.target_assignment else None,
+            target_assignment=_partitions(m.target_assignment),
         )
-        for m in desc.members
+        for m in group.members
     )
-    coordinator = getattr(desc, "coordinator", None)
     return GroupDescription(
         group_id=group_id,
-        state=_camel(getattr(desc.state, "name", str(desc.state))),
-        group_type=getattr(desc.type, "name", str(desc.type)).lower(),
-        assignor=desc.partition_assignor or None,
+        state=group.group_state or "Unknown",
+        group_type="consumer",
+        assignor=group.assignor_name or None,
         members=members,
-        coordinator=getattr(coordinator, "id", None),
+        coordinator=coordinator,
     )
+
+
+async def _describe(admin: Any, group_id: str) -> tuple[int, Any]:
+    coordinator = await admin._find_coordinator_id(group_id)
+    request = ConsumerGroupDescribeRequest(group_ids=[group_id], include_authorized_operations=False)
+    return coordinator, await admin._manager.send(request, node_id=coordinator)
+
+
+def forget_coordinator(admin: Any, group_id: str) -> None:
+    """Make the next request about ``group_id`` find its coordinator again: kafka-python keeps the one it
+    found, and after a coordinator moved it would go on asking the old one (NOT_COORDINATOR) for minutes."""
+    coordinators = admin._manager.cluster._coordinators
+    for key in [k for k in coordinators if k[1] == group_id]:
+        del coordinators[key]
 
 
 def _partitions(assignment: Any) -> tuple[TopicPartition, ...]:
     parts = getattr(assignment, "topic_partitions", None) or ()
-    return tuple(sorted(TopicPartition(tp.topic, tp.partition) for tp in parts))
-
-
-def _camel(enum_name: str) -> str:
-    """``PREPARING_REBALANCE`` -> ``PreparingRebalance``: the broker's own spelling of group states."""
-    return "".join(word.capitalize() for word in enum_name.split("_"))
+    return tuple(sorted(TopicPartition(tp.topic_name, p) for tp in parts for p in tp.partitions))
 
 
 __all__ = [
     "ask_consumer_group",
-    "consumer_group",
     "describe_consumer_protocol",
+    "forget_coordinator",
     "describe_group",
     "describe_with",
 ]

@@ -237,11 +237,24 @@ def _with_group_overrides(admin: Any, group_id: str, caps: BrokerCapabilities) -
     """KIP-848 groups may override the broker's session timeout and heartbeat interval
     (``consumer.session.timeout.ms``, ``consumer.heartbeat.interval.ms`` set on the group). The group's
     session decides how long a crashed member's instance id stays held, so it replaces the broker value."""
+    overrides = group_overrides(admin, group_id)
+    if overrides is None:
+        # Refused or unanswered: the group's session is unknown and may be longer than the broker's.
+        # Leaving it None makes the wait for a held instance id use the broker's maximum, which bounds
+        # every override.
+        return replace(caps, consumer_session_timeout_ms=None)
+    fields: dict[str, Any] = dict(overrides)
+    return replace(caps, **fields) if fields else caps
+
+
+def group_overrides(admin: Any, group_id: str) -> dict[str, int] | None:
+    """The group's own KIP-848 settings (``BrokerCapabilities`` field -> value; empty without any) read
+    through an open kafka-python ``admin`` session; None when refused or unanswered (kafka-python hands
+    a refused resource back as an empty answer, while an answered one lists every group config)."""
     import kafka.errors as kafka_errors
     from kafka.admin import ConfigResource, ConfigResourceType
 
-    keys = list(GROUP_OVERRIDES)
-    resource = ConfigResource(ConfigResourceType.GROUP, group_id, keys)
+    resource = ConfigResource(ConfigResourceType.GROUP, group_id, list(GROUP_OVERRIDES))
     try:
         entries = admin.describe_configs([resource], config_filter="all")["group"][group_id]
     except (kafka_errors.KafkaError, KeyError) as exc:
@@ -249,19 +262,15 @@ def _with_group_overrides(admin: Any, group_id: str, caps: BrokerCapabilities) -
     else:
         reason = "no DESCRIBE_CONFIGS on the Group?"
     if not entries:
-        # Refused or unanswered (kafka-python hands a refused resource back as an empty answer, while an
-        # answered one lists every group config): the group's session is unknown and may be longer than
-        # the broker's. Leaving it None makes the wait for a held instance id use the broker's maximum,
-        # which bounds every override.
         log.info("could not describe group %s configs (%s)", group_id, reason)
-        return replace(caps, consumer_session_timeout_ms=None)
-    overrides: dict[str, Any] = {}
+        return None
+    overrides: dict[str, int] = {}
     for key, field_name in GROUP_OVERRIDES.items():
         entry = entries.get(key, {})
         # Without an override the broker answers with the static default, not its own configured value.
         if entry.get("config_source") == "DYNAMIC_GROUP_CONFIG" and entry.get("value"):
             overrides[field_name] = int(entry["value"])
-    return replace(caps, **overrides) if overrides else caps
+    return overrides
 
 
 def _scrub(exc: BaseException, settings: Cluster) -> str:
@@ -282,7 +291,7 @@ def main(argv: list[str] | None = None) -> None:
     print(json.dumps(probe(settings).to_dict(), indent=1))
 
 
-__all__ = ["main", "probe"]
+__all__ = ["group_overrides", "main", "probe"]
 
 if __name__ == "__main__":
     main()
