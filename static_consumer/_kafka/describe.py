@@ -16,6 +16,7 @@ a :mod:`static_consumer._base.errors` class.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import replace
 from typing import Any
 
 import kafka.errors as kafka_errors
@@ -47,7 +48,21 @@ def describe_with(admin: Any, settings: Cluster, group_id: str) -> GroupDescript
     if "GroupIdNotFound" not in error:
         raise error_for(kafka_python.kind_of_text(error), error, settings, f"describe group {group_id}")
     # Either no such group or a KIP-848 group; ConsumerGroupDescribe tells them apart (Dead = unknown).
-    return describe_consumer_protocol(settings, group_id)
+    return ask_consumer_group(admin, group_id)
+
+
+def ask_group(admin: Any, group_id: str) -> GroupDescription:
+    """Describe ``group_id`` through an open kafka-python ``admin`` session as :func:`describe_with` does
+    (DescribeGroups, then ConsumerGroupDescribe for a KIP-848 group), at the coordinator found now, and
+    name that coordinator. Raises kafka-python errors; for the waits of a consumer (``watch``)."""
+    forget_coordinator(admin, group_id)
+    coordinator = admin._manager.run(admin._find_coordinator_id, group_id)
+    raw = admin.describe_groups([group_id], group_coordinator_id=coordinator)[group_id]
+    if raw.get("error") is None or raw.get("members"):
+        return replace(_from_describe_groups(group_id, raw), coordinator=coordinator)
+    if "GroupIdNotFound" not in str(raw["error"]):
+        raise kafka_errors.KafkaError(str(raw["error"]))
+    return ask_consumer_group(admin, group_id)
 
 
 def _from_describe_groups(group_id: str, raw: Mapping[str, Any]) -> GroupDescription:
@@ -148,6 +163,7 @@ def _partitions(assignment: Any) -> tuple[TopicPartition, ...]:
 
 __all__ = [
     "ask_consumer_group",
+    "ask_group",
     "describe_consumer_protocol",
     "forget_coordinator",
     "describe_group",

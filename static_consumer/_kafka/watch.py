@@ -6,8 +6,9 @@ librdkafka who holds its instance id: librdkafka drops the broker's message nami
 wait (``static_consumer._core.rejoin``) watches the group from outside, through one kafka-python admin
 session that serves every look of the wait:
 
-- ConsumerGroupDescribe (``describe.ask_consumer_group``): the coordinator's id and the members, with
-  their instance ids, hosts and current assignments (it carries no last-heartbeat time);
+- DescribeGroups, or ConsumerGroupDescribe for a KIP-848 group (``describe.ask_group``): the
+  coordinator's id and the members, with their instance ids, hosts and current assignments (neither
+  carries a last-heartbeat time);
 - OffsetFetch: the group's committed offsets for the holder's partitions. Only the member that owns a
   partition commits it, so offsets that move prove the holder alive;
 - DescribeConfigs of the GROUP resource: the group's own ``consumer.session.timeout.ms`` override, read
@@ -36,7 +37,7 @@ import kafka.errors as kafka_errors
 from static_consumer._base.errors import StaticConsumerError
 from static_consumer._base.records import TopicPartition
 from static_consumer._kafka import kafka_python
-from static_consumer._kafka.describe import ask_consumer_group, forget_coordinator
+from static_consumer._kafka.describe import ask_group, forget_coordinator
 from static_consumer._kafka.groups import GroupDescription
 from static_consumer.settings._views import Cluster
 
@@ -76,7 +77,7 @@ class GroupWatch:
     def look(self) -> GroupDescription | None:
         """The group as its coordinator describes it now; None when it did not answer in time or refused."""
         answer: GroupDescription | None = self._ask(
-            "describe", lambda admin: ask_consumer_group(admin, self._group)
+            "describe", lambda admin: ask_group(admin, self._group)
         )
         return answer
 
