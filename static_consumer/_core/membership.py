@@ -30,6 +30,7 @@ from static_consumer._core.gate import StaticDecision
 from static_consumer._core.identity import Identity
 from static_consumer._core.join import JoinPlan, held_lookup, prepare
 from static_consumer._core.policy import MembershipPolicy
+from static_consumer._core.predecessor import Predecessor
 from static_consumer._core.seam import AdapterError, ConsumerAdapter, PollError, close_bounded
 from static_consumer._core.session import Session, State
 from static_consumer._core.stall import UNKNOWN_SESSION_MS, threshold_s
@@ -114,6 +115,7 @@ class GroupMode:
             settings = session.settings
             self.topics = TopicWatch(settings.topics, settings.missing_topic_timeout_s, session.clock)
         adapter = session.new_client()
+        self.before_subscribe(session, adapter)
         # Announced before subscribe(): a listener may ask the broker what it holds for this id.
         lookup = held_lookup(session.settings, session.instance_id)
         session.dispatch.emit(Joining(**session.event_fields(), protocol=self.protocol, lookup_held=lookup))
@@ -131,6 +133,9 @@ class GroupMode:
         session.stall.threshold_s = threshold_s(*self.session_timing(session))  # a group session: checked
         if session.state is State.NEW:
             session.move(State.JOINING)
+
+    def before_subscribe(self, session: Session, adapter: ConsumerAdapter) -> None:
+        """What this protocol does with a new client before it subscribes."""
 
     def session_timing(self, session: Session) -> tuple[float, int | None]:
         """The group session's timeout and the heartbeat interval (None when the client does not know
@@ -158,13 +163,16 @@ class GroupMode:
         leaving = leave and static and session.usable
         if leaving:
             self.before_close(session, adapter)
-        close_bounded(adapter, timeout_s, log)
+        self.client_closed(session, in_time=close_bounded(adapter, timeout_s, log))
         if not static:
             return True  # librdkafka's close() sends LeaveGroup for a dynamic member
         return leaving and self.after_close(session)
 
     def before_close(self, session: Session, adapter: ConsumerAdapter) -> None:
         """What a static member that leaves does before the client closes."""
+
+    def client_closed(self, session: Session, *, in_time: bool) -> None:
+        """The client closed (``in_time``: within its bound), the member still in the state it closed in."""
 
     def after_close(self, session: Session) -> bool:
         """What a static member that leaves does after the client closed; True when it is gone."""
@@ -268,6 +276,10 @@ class ConsumerMode(GroupMode):
     )
     group_overrides = True  # the session of a KIP-848 group may be the group's own override
 
+    def __init__(self) -> None:
+        super().__init__()
+        self.predecessor = Predecessor()  # a crash restart releases its dead predecessor's hold
+
     def group_config(self, settings: ConsumerSettings) -> dict[str, ConfigValue]:
         keys: dict[str, ConfigValue] = {"group.protocol": "consumer"}
         if settings.remote_assignor is not None:
@@ -282,6 +294,18 @@ class ConsumerMode(GroupMode):
         # The broker's session timeout, group override included (read by the probe); the client does not
         # know the heartbeat interval the broker hands out.
         return session.plan.capabilities.consumer_session_timeout_ms or UNKNOWN_SESSION_MS, None
+
+    def before_subscribe(self, session: Session, adapter: ConsumerAdapter) -> None:
+        # Released before the join, recorded before the client can join (_core/predecessor.py).
+        self.predecessor.before_subscribe(session, adapter)
+
+    def on_poll(self, session: Session, adapter: ConsumerAdapter) -> None:
+        super().on_poll(session, adapter)
+        if self.predecessor.unrecorded is not None:
+            self.predecessor.after_poll(adapter)
+
+    def client_closed(self, session: Session, *, in_time: bool) -> None:
+        self.predecessor.client_closed(session, in_time=in_time)
 
     def recover(self, session: Session, error: PollError) -> bool:
         if session.instance_id is None or error.kind is not ErrorKind.UNRELEASED:

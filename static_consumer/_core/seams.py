@@ -1,6 +1,6 @@
 """The one object a unit test substitutes: how a consumer reaches Kafka and time.
 
-A consumer talks to the outside through these six things only; by default they are librdkafka (through
+A consumer talks to the outside through these seven things only; by default they are librdkafka (through
 ``_core/confluent.py``), the broker calls of ``static_consumer._kafka`` and the clock. Unit tests give a
 scripted client, canned broker capabilities, a scripted group and instant sleeps instead
 (``tests/fakes.py``); integration tests never replace them.
@@ -9,7 +9,7 @@ scripted client, canned broker capabilities, a scripted group and instant sleeps
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol
 
@@ -22,6 +22,8 @@ if TYPE_CHECKING:
 
 AdapterFactory = Callable[[dict[str, "ConfigValue"]], ConsumerAdapter]
 MemberRemover = Callable[[Cluster, str], bool]
+# (settings, instance id, member ids newest first) -> the member id whose static leave the broker took
+MemberReleaser = Callable[[Cluster, str, Sequence[str]], "str | None"]
 GroupWatchFactory = Callable[[Cluster], GroupWatch]
 
 
@@ -55,6 +57,14 @@ def remove_static_member(settings: Cluster, instance_id: str) -> bool:
     return remove(settings, instance_id)
 
 
+def release_static_member(settings: Cluster, instance_id: str, member_ids: Sequence[str]) -> str | None:
+    """The default member releaser: the static leave of this pod's dead predecessor, sent for it
+    (``_core/predecessor.py``); kafka-python is imported only when a restart finds member ids to release."""
+    from static_consumer._kafka.release import release_static_member as release
+
+    return release(settings, instance_id, member_ids)
+
+
 def open_group_watch(settings: Cluster) -> GroupWatch:
     """The default group watch (one kafka-python admin session), for a refused KIP-848 join or a member
     standing by: its module is loaded then."""
@@ -71,6 +81,7 @@ class Seams:
     adapter_factory: AdapterFactory = confluent_adapter
     probe: Prober = probe_broker
     remove_member: MemberRemover = remove_static_member
+    release_member: MemberReleaser = release_static_member
     group_watch: GroupWatchFactory = open_group_watch
     sleep: Callable[[float], object] | None = None
     clock: Callable[[], float] = time.monotonic
@@ -82,11 +93,13 @@ __all__ = [
     "DEFAULT_SEAMS",
     "AdapterFactory",
     "GroupWatchFactory",
+    "MemberReleaser",
     "MemberRemover",
     "Prober",
     "Seams",
     "confluent_adapter",
     "open_group_watch",
     "probe_broker",
+    "release_static_member",
     "remove_static_member",
 ]

@@ -255,6 +255,7 @@ class Session:
         self.adapter_factory = seams.adapter_factory
         self.probe = seams.probe
         self.remove_member = seams.remove_member
+        self.release_member = seams.release_member  # a crash restart's leave for its dead predecessor
         self.group_watch = seams.group_watch  # the broker look-ups of the wait for a held instance id
         self.stop = stop
         self.sleep = seams.sleep or stop.wait  # interruptible by stop(), e.g. from a SIGTERM handler

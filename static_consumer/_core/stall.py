@@ -79,6 +79,17 @@ def threshold_s(session_ms: float, heartbeat_ms: int | None = None) -> float:
     return bound / 1000
 
 
+def waited(session: Session) -> None:
+    """A wait of the core's own on the poll path ended: the member waited for its instance id (the
+    KIP-848 release wait of ``rejoin.py``, or standing by in ``standby.py``). It owned no partition
+    meanwhile (never assigned yet, or its partitions reported lost first) and its client was replaced,
+    so no record of an earlier session can go out: the time the wait took is no gap to check, and the
+    guard measures from now. Measured from the call before the wait instead, every crash restart that
+    waited out a session would be held back once and reported as a ``stalled`` event with verdict
+    ``unknown`` (no answer: nothing committed yet), although the member only waited as designed."""
+    session.stall.last_return = session.clock()
+
+
 def guard(
     session: Session, adapter: ConsumerAdapter, records: list[Record], max_records: int
 ) -> list[Record]:
@@ -277,4 +288,4 @@ def _expire(session: Session, adapter: ConsumerAdapter) -> None:
     )
 
 
-__all__ = ["GONE_WAIT_S", "SERVE_S", "UNKNOWN_SESSION_MS", "UNKNOWN_WAIT_S", "guard", "threshold_s"]
+__all__ = ["GONE_WAIT_S", "SERVE_S", "UNKNOWN_SESSION_MS", "UNKNOWN_WAIT_S", "guard", "threshold_s", "waited"]

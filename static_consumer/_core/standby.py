@@ -36,6 +36,7 @@ from static_consumer._core.policy import MembershipPolicy
 from static_consumer._core.poll import handle_error
 from static_consumer._core.seam import ConsumerAdapter, PollError, close_bounded
 from static_consumer._core.session import Session, State
+from static_consumer._core.stall import waited
 
 log = logging.getLogger(__name__)
 
@@ -112,7 +113,9 @@ def stand_by(
 
 def joined_again(session: Session, why: str, started: float, detail: str) -> None:
     """The end of a wait for this member's instance id (standing by, or the KIP-848 release wait): the
-    join was not refused, so the member is joining (or, assigned meanwhile, running) again."""
+    join was not refused, so the member is joining (or, assigned meanwhile, running) again. The wait is
+    no stall (``stall.waited``)."""
+    waited(session)
     if session.state is State.REJOINING:
         session.move(State.JOINING)
     log.info(

@@ -226,6 +226,17 @@ class ConsumerSettings(BaseSettings):
         "refuses a value below the group's session timeout + `release_margin_s`. Default: 3 x (the group's "
         "session timeout + `release_margin_s`).",
     )
+    restart_state_dir: str | None = Field(
+        default=None,
+        min_length=1,
+        description="Consumer protocol, static members: a directory that survives a container restart in "
+        "the same pod (an `emptyDir` volume; a local directory outside a container). Each process that "
+        "runs a member records there, under a lock it holds while it runs, the member ids its clients "
+        "join with; a crash restart that finds the lock free and the recorded member still holding its "
+        "instance id sends that member's static leave for it and joins at once, with the same partitions, "
+        "instead of waiting out the dead member's session (docs/semantics.md). Unset: off. Ignored under "
+        "the classic protocol, whose restarts take their id back at once.",
+    )
     duplicate_policy: Literal["exit", "wait"] = Field(
         default="exit",
         description="What a static member does when a live process holds its instance id (two replicas "
