@@ -321,6 +321,23 @@ class ConsumerMode(GroupMode):
         wait_for_release(session, error, partial(self._replace_client, session))
         return True
 
+    def commit_error(self, error: PollError, offsets: Mapping[TopicPartition, int]) -> StaticConsumerError:
+        if error.kind is not ErrorKind.MEMBER_GONE:
+            return super().commit_error(error, offsets)
+        # UNKNOWN_MEMBER_ID, FENCED_MEMBER_EPOCH: the client keeps its member id under KIP-848, so the
+        # broker dropped this member: its session expired, or its restart released it (predecessor.py) and
+        # runs. The client's rejoin at the next poll tells which: refused, that is fencing (exit 82).
+        return commit_error(
+            error,
+            offsets,
+            refused_because=(
+                "the broker no longer knows this member: its session ended (a pause longer than the "
+                "session), or a restart of this static member took over its instance id. The client "
+                "rejoins at the next poll, and if another process holds the id, that poll raises "
+                "FencedInstanceError (exit 82). The uncommitted records will be delivered again"
+            ),
+        )
+
     def after_close(self, session: Session) -> bool:
         """Admin removal by instance id after close. False (logged) when it failed."""
         instance_id = session.instance_id

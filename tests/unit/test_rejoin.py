@@ -4,6 +4,7 @@ holder listed 50 s after it was first seen is alive."""
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable, Mapping
 from dataclasses import replace
 from typing import Any
@@ -31,9 +32,9 @@ from static_consumer._base.errors import (
     FencedInstanceError,
     UnreleasedInstanceIdError,
 )
-from static_consumer._base.records import TopicPartition
+from static_consumer._base.records import Record, TopicPartition
 from static_consumer._core.consumer import State, StaticConsumer
-from static_consumer._core.events import Fenced, MembershipEvent, MembershipListener
+from static_consumer._core.events import Fenced, MembershipEvent, MembershipListener, Stalled
 from static_consumer._core.rejoin import LOOK_S, release_budget
 from static_consumer._core.seams import Seams
 from static_consumer._kafka.capabilities import BrokerCapabilities
@@ -379,3 +380,66 @@ def test_release_settings_are_consumer_protocol_only_and_positive() -> None:
     with pytest.raises(ConfigurationError, match="release_max_wait_s"):
         make_settings(release_max_wait_s=0)
     assert make_settings(protocol="classic").release_margin_s == 5.0
+
+
+class Stalls(MembershipListener):
+    def __init__(self) -> None:
+        self.seen: list[Stalled] = []
+
+    def on_stalled(self, event: Stalled) -> None:
+        self.seen.append(event)
+
+
+@pytest.mark.parametrize("released_at", [40.6, BOUND_S - 1])
+def test_the_wait_for_the_id_is_no_stall(released_at: float, caplog: pytest.LogCaptureFixture) -> None:
+    # The wait runs inside a client call and lasts most of a session, longer than the stall guard's
+    # threshold (half the 45 s session): the guard knows it, so the records of the new client go out
+    # without a check, a `stalled` event or a warning that the broker did not answer.
+    time, stalls = FakeTime(), Stalls()
+    factory = FakeFactory([UNRELEASED], [Assign((tp(0),)), None, rec(0, 3), rec(0, 4)])
+    watch = FakeGroupWatch(time.clock, listed_until(released_at))
+    consumer = StaticConsumer(
+        make_settings(),
+        listeners=[stalls],
+        env={"POD_NAME": "orders-2"},
+        seams=Seams(
+            adapter_factory=factory,
+            probe=lambda s, **_: MODERN,
+            group_watch=watch,
+            sleep=time.sleep,
+            clock=time.clock,
+        ),
+    )
+    with caplog.at_level(logging.INFO, "static_consumer"), consumer as c:
+        records: list[Record] = []
+        for _ in range(5):
+            records += c.consume(10, 0.1)
+            time.sleep(0.1)
+        assert records == [rec(0, 3), rec(0, 4)]
+        assert c.state is State.RUNNING and time.now >= released_at
+    assert stalls.seen == []
+    assert "between client calls" not in caplog.text and "no answer from the broker" not in caplog.text
+
+
+def test_a_freeze_after_the_wait_is_still_a_stall() -> None:
+    # The guard measures from the end of the wait: a gap after it is checked as ever.
+    time, stalls = FakeTime(), Stalls()
+    factory = FakeFactory([UNRELEASED], [Assign((tp(0),)), None, rec(0, 3), rec(0, 4)])
+    consumer = StaticConsumer(
+        make_settings(),
+        listeners=[stalls],
+        env={"POD_NAME": "orders-2"},
+        seams=Seams(
+            adapter_factory=factory,
+            probe=lambda s, **_: MODERN,
+            group_watch=FakeGroupWatch(time.clock, listed_until(10.0)),
+            sleep=time.sleep,
+            clock=time.clock,
+        ),
+    )
+    with consumer as c:
+        c.consume(10, 0.1)  # the wait
+        assert c.consume(1, 0.1) == [rec(0, 3)]
+        time.sleep(30.0)  # frozen for longer than the 22.5 s threshold
+        c.consume(1, 0.1)
+    assert [(s.verdict, s.gap_s) for s in stalls.seen] == [("unknown", 30.0)]
