@@ -32,7 +32,8 @@ from static_consumer._kafka.release import release_static_member
 from static_consumer.settings import ConsumerSettings
 from static_consumer_lab.brokers import describe_consumer_group, produce
 from static_consumer_lab.children.group import STOCK_CONSUMER_PROTOCOL_SESSION_MS, Group
-from static_consumer_lab.children.processes import ConsumerProcess
+from static_consumer_lab.children.pods import PoolPod
+from static_consumer_lab.children.processes import ConsumerProcess, wait_until
 from static_consumer_lab.producer import SteadyProducer
 
 PARTITIONS = 6
@@ -188,3 +189,48 @@ def test_predecessor_release_answers_for_an_unknown_group_or_instance(
         bootstrap_servers=kafka_bootstrap_servers, group_id=kafka_group_id_factory(), protocol="consumer"
     )
     assert release_static_member(settings, "app-0", ["m-1", "m-2"]) is None
+
+
+def test_crash_restart_of_a_pool_worker_takes_back_its_partitions_at_once(
+    kafka_bootstrap_servers: str,
+    kafka_topic_factory: Callable[..., str],
+    kafka_group_id_factory: Callable[..., str],
+    tmp_path: Path,
+) -> None:
+    # `static-consumer run --processes 2`: the supervisor restarts a killed worker in place under its
+    # instance id `{pod}-{k}`; each worker has its own lock and record in the pod's directory.
+    topic = kafka_topic_factory(4)
+    settings = {
+        "bootstrap_servers": kafka_bootstrap_servers,
+        "group_id": kafka_group_id_factory(),
+        "topics": topic,
+        "protocol": "consumer",
+        "connect_timeout_s": 10.0,
+        "shutdown_timeout_s": 10.0,
+        "restart_state_dir": str(tmp_path / "app-0" / "restart"),
+    }
+    pod = PoolPod("app-0", processes=2, settings=settings, workdir=tmp_path)
+    try:
+        pod.start().wait_ready()
+        wait_until(lambda: sum(map(len, pod.owned().values())) == 4, 60, lambda: pod.describe())
+        produce(kafka_bootstrap_servers, topic, 400)
+        owned, since = pod.owned(), time.time()
+        pod.kill_worker(1)
+        killed = time.monotonic()
+        wait_until(
+            lambda: pod.workers()[1].get("restarts") == 1 and bool(pod.workers()[1].get("assignment")),
+            SESSION_S + 30,
+            lambda: f"app-0-1 restarted with its partitions; {pod.describe()}",
+        )
+        back_s = time.monotonic() - killed
+        print(f"pool worker: back on its partitions {back_s:.2f} s after the kill")
+        assert back_s < FAST_S, pod.describe()
+        assert pod.owned() == owned, "the restarted worker has its own partitions, the other kept its"
+        assert pod.revocations(since) == [], "a worker saw its partitions move"
+        assert sorted(p.name for p in (tmp_path / "app-0" / "restart").glob("*.lock")) == [
+            f"{settings['group_id']}.app-0-0.lock",
+            f"{settings['group_id']}.app-0-1.lock",
+        ]
+        assert pod.stop(timeout_s=40) == 0, pod.describe()
+    finally:
+        pod.kill()

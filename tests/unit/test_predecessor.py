@@ -5,6 +5,7 @@ fenced) is tested on a real broker in integration/test_crash_restart.py."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 from collections.abc import Sequence
@@ -34,6 +35,8 @@ from static_consumer._core.consumer import State, StaticConsumer
 from static_consumer._core.predecessor import KEEP, RestartRecord
 from static_consumer._core.seam import PollError
 from static_consumer._core.seams import Seams
+from static_consumer._core.shutdown import run_until_sigterm
+from static_consumer.aio import AsyncStaticConsumer
 from static_consumer.settings import ConsumerSettings
 
 INSTANCE = "orders-2"
@@ -282,3 +285,53 @@ def test_a_commit_refused_for_a_dropped_member_says_what_the_next_poll_tells(
             c.commit(records, asynchronous=False)
     told = "took over its instance id" in str(refused.value) and "FencedInstanceError" in str(refused.value)
     assert told is (protocol == "consumer")
+
+
+# Every place a crashed member restarts builds its StaticConsumer from the pod's settings: the pod main
+# (run_until_sigterm), a pool worker restarted in place (its own instance id `{pod}-{k}`, so its own
+# files: integration/test_crash_restart.py), the asyncio consumer and the Spark runner.
+
+
+def test_the_pod_main_releases_its_predecessor(tmp_path: Path) -> None:
+    recorded(tmp_path, "old-1")
+    pod = Pod(tmp_path, answer="old-1")
+    handled: list[int] = []
+
+    def handle(batch: list[Any]) -> None:
+        handled.append(len(batch))
+        pod.consumer.stop()
+
+    run_until_sigterm(pod.consumer, handle, poll_timeout_s=0.01)
+    assert handled == [1] and pod.releases.calls == [(INSTANCE, ["old-1"], 0)]
+
+
+def test_the_asyncio_consumer_releases_its_predecessor(tmp_path: Path) -> None:
+    recorded(tmp_path, "old-1")
+    record = RestartRecord(tmp_path, "g", INSTANCE)
+    factory = Numbered(record, JOINED)
+    releases = Releases(factory, "old-1")
+
+    async def main() -> list[Any]:
+        async with AsyncStaticConsumer(
+            make_settings(tmp_path),
+            env={"POD_NAME": INSTANCE},
+            seams=Seams(adapter_factory=factory, probe=lambda s, **_: MODERN, release_member=releases),
+        ) as consumer:
+            return await consumer.consume(10, 0.1)
+
+    assert asyncio.run(main()) == [rec(0, 3)]
+    assert releases.calls == [(INSTANCE, ["old-1"], 0)]
+
+
+def test_the_spark_runner_builds_its_consumer_from_the_same_settings(tmp_path: Path) -> None:
+    from static_consumer.spark.runner import MicroBatchRunner
+
+    built: list[ConsumerSettings] = []
+
+    def consumer(settings: ConsumerSettings, listeners: Sequence[Any]) -> StaticConsumer:
+        built.append(settings)
+        return StaticConsumer(settings, listeners=listeners, env={"POD_NAME": INSTANCE})
+
+    settings = make_settings(tmp_path)
+    MicroBatchRunner(settings, lambda df, info: None, spark=object(), consumer_factory=consumer)
+    assert built == [settings] and built[0].restart_state_dir == str(tmp_path)
