@@ -25,6 +25,7 @@ from static_consumer import StaticConsumer, exit_code_for, run_until_sigterm
 from static_consumer._base.errors import AuthorizationError, SessionTimeoutOutOfBoundsError
 from static_consumer._kafka.acls import GROUP, NEEDS, TOPICS, Acl
 from static_consumer._kafka.probe import probe
+from static_consumer._kafka.release import release_static_member
 from static_consumer.admin.cli import main
 from static_consumer.settings import ConsumerSettings
 from static_consumer_lab.brokers.authorizer import OPS_USER, AclCluster
@@ -267,3 +268,32 @@ def test_dead_letter_topic_needs_write_and_without_it_the_start_ends_typed_befor
         print(f"{protocol}, dead-letter topic, {case}: exit {outcome.code} after {outcome.seconds:.1f} s")
         assert_ends_naming(outcome, Acl("WRITE", "Topic", dead_letter))
         assert committed_offsets(acl.cluster.bootstrap_servers, group, topic, PARTITIONS) == {}
+
+
+def test_the_predecessor_release_needs_read_on_the_group(
+    acl: AclCluster, topic: str, kafka_group_id_factory: Callable[..., str]
+) -> None:
+    # The static leave a crash restart sends for its dead predecessor (restart_state_dir) is a
+    # ConsumerGroupHeartbeat: the KIP-848 consumer's READ on the group allows it, DESCRIBE alone does not.
+    group = kafka_group_id_factory()
+    acl.only(needs(CONSUMER["consumer"], group, topic))
+    settings = settings_for(acl, group, topic, "consumer")
+    consumer = StaticConsumer(settings, env={}).start()
+    try:
+        deadline = time.monotonic() + 30
+        while not consumer.assignment and time.monotonic() < deadline:
+            consumer.poll(0.2)
+        member = consumer.member_id
+        assert consumer.assignment and member
+        assert release_static_member(settings, "app-0", ["not-its-member-id", member]) == member
+
+        acl.only([Acl("DESCRIBE", "Group", group), Acl("READ", "Topic", topic)])
+        with pytest.raises(AuthorizationError) as refused:
+            release_static_member(settings, "app-0", [member])
+        assert (refused.value.operation, refused.value.resource, refused.value.name) == (
+            "READ",
+            "Group",
+            group,
+        )
+    finally:
+        consumer.close()

@@ -16,7 +16,8 @@ assignment mode or the group protocol is in the session's ``Mode``; everything t
 - ``membership``: group membership, per protocol (``ClassicMode``, ``ConsumerMode``); ``ordinal``:
   ``OrdinalMode``, the StatefulSet-ordinal mode (never joins)
 - ``join``: what a join plan starts from; ``rejoin``: joining again while KIP-848 still holds the
-  instance id; ``standby``: a member whose instance id a live process holds
+  instance id; ``predecessor``: a crash restart releases its own dead predecessor's hold first
+  (``restart_state_dir``); ``standby``: a member whose instance id a live process holds
 - ``ownership``: rebalance callbacks, processed offsets, commits (``offsets`` is the pure bookkeeping)
 - ``poll``: the poll path: errors by kind, out-of-band errors, handing records out; ``stall``: no records
   out after a gap longer than half the session timeout until membership is checked; ``topics``: waiting

@@ -96,7 +96,9 @@ NEEDS: Mapping[str, tuple[Need, ...]] = MappingProxyType(
             Need(
                 _GROUP_READ,
                 "FindCoordinator, ConsumerGroupHeartbeat, OffsetCommit, OffsetFetch; ConsumerGroupDescribe "
-                "while a restart waits for its held instance id; LeaveGroup of leave_group()",
+                "while a restart waits for its held instance id; the static leave (ConsumerGroupHeartbeat) "
+                "a crash restart sends for its dead predecessor (`restart_state_dir`); LeaveGroup of "
+                "leave_group()",
                 without=_TYPED,
             ),
             Need(

@@ -84,7 +84,8 @@ def release_static_member(
                         continue  # another member holds the id: maybe the next recorded one
                     if code in (UNKNOWN_MEMBER_ID, GROUP_ID_NOT_FOUND):
                         return None  # nobody holds it
-                    raise kafka_errors.for_code(code)()
+                    # Named, so that a refusal names the request and its ACL (READ on the group).
+                    raise kafka_errors.for_code(code)(f"ConsumerGroupHeartbeat of group {group}")
                 return None
         except kafka_errors.KafkaError as exc:
             retry = is_retriable(getattr(exc, "errno", -1))
