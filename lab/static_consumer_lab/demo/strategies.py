@@ -64,7 +64,7 @@ STRATEGIES: tuple[Strategy, ...] = (
         "consumer",
         True,
         "uniform",
-        "static_consumer, consumer protocol (KIP-848), broker assignor",
+        "static_consumer, consumer protocol (KIP-848), broker assignor, restart_state_dir",
     ),
 )
 BY_NAME = {s.name: s for s in STRATEGIES}
@@ -174,7 +174,12 @@ def spec(
         if strategy.protocol == "classic":
             settings |= {"session_timeout_ms": session_ms, "heartbeat_interval_ms": heartbeat_ms}
         else:
-            settings["remote_assignor"] = strategy.assignor
+            # As the Kubernetes kit sets it (an emptyDir per pod): a member killed and started again takes
+            # its dead incarnation's partitions back at once instead of waiting out its session.
+            settings |= {
+                "remote_assignor": strategy.assignor,
+                "restart_state_dir": str(state_dir / "restart"),
+            }
         # static_spec leaves the classic-only session settings out under KIP-848 (set on the group instead)
         return {**static_spec(bootstrap, group_id, [topic], member, **settings), **common}
     config: dict[str, Any] = {
