@@ -395,3 +395,18 @@ def test_the_security_recipes_use_only_variables_the_library_reads() -> None:
         yaml.safe_load(block)  # every snippet is valid YAML
     for name in [*SECURE_KITS, "scale-down-job-tls.yaml"]:
         assert f"examples/{name}" in text, f"docs/security.md does not point to {name}"
+
+
+@pytest.mark.parametrize("kit", sorted(p.name for p in EXAMPLES.glob("statefulset*.yaml")))
+def test_the_restart_directory_is_on_an_emptydir_every_container_of_the_pod_mounts(kit: str) -> None:
+    # A container restarted after a crash finds its dead process's record there (docs/semantics.md): an
+    # emptyDir survives a container restart in the pod, and a rescheduled pod starts with an empty one.
+    docs = load(kit)
+    directory = next(
+        str(v) for k, v in docs["ConfigMap"]["data"].items() if k == f"{PREFIX}RESTART_STATE_DIR"
+    )
+    pod = docs["StatefulSet"]["spec"]["template"]["spec"]
+    empty = {v["name"] for v in pod["volumes"] if "emptyDir" in v}
+    (container,) = pod["containers"]
+    mounts = [m for m in container["volumeMounts"] if m["name"] in empty and not m.get("readOnly")]
+    assert any(directory.startswith(m["mountPath"].rstrip("/") + "/") for m in mounts), (kit, directory)
