@@ -124,6 +124,9 @@ def test_kill9_under_consumer_protocol_rejoins_once_released_and_loses_nothing(g
     produced += produce(group.bootstrap, group.topic, 600, start=produced)
     assert len(group.wait_consumed(produced)) == produced
     assert restarted.returncode is None and restarted.events("error") == [], restarted.stderr_tail()
+    # The wait for the id is no stall: the guard measures from its end (no `stalled` event, no warning).
+    assert restarted.events("stalled") == [], restarted.events("stalled")
+    assert "between client calls" not in restarted.stderr_tail(200)
 
 
 def test_the_wait_reads_the_group_session_override(
