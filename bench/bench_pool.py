@@ -1,7 +1,7 @@
 """What a process pool per pod buys (records/s with a CPU-bound handler) and costs (memory; restarts).
 
     python bench/bench_pool.py throughput [--runs 3] [--records 200000] [--work-us 50] [--partitions 8]
-    python bench/bench_pool.py restart [--runs 3] [--protocols classic,consumer]
+    python bench/bench_pool.py restart [--runs 3] [--protocols classic,consumer] [--restart-state-dir]
 
 One Apache Kafka broker on the JVM (the test harness) with Apache Kafka's default group settings
 (the harness's ``stock`` profile, ``static_consumer_lab.brokers.jvm.STOCK_GROUP_CONFIG``: KIP-848 session 45 s
@@ -455,12 +455,16 @@ def first_assigned(pod: PoolPod, instance_id: str, since: float) -> float | None
     return min(times) if times else None
 
 
-def one_restart_run(cluster: JvmKafkaCluster, protocol: str, workdir: Path) -> dict[str, Any]:
+def one_restart_run(
+    cluster: JvmKafkaCluster, protocol: str, workdir: Path, restart_dir: bool = False
+) -> dict[str, Any]:
     bootstrap = cluster.bootstrap_servers
     tag = uuid.uuid4().hex[:8]
     topic = create_topic(bootstrap, f"bench-pool-restart-{tag}", PARTITIONS)
     group = f"bench-pool-restart-{protocol}-{tag}"
     conf = settings(bootstrap, group, topic, protocol)
+    if restart_dir:  # one directory for both pods: its files are per instance id, as in each pod's own
+        conf["restart_state_dir"] = str(workdir / f"restart-{tag}")
     # StatefulSet pod names (app-<run>-<ordinal>): the pool derives its workers' ids from them
     a, b = (PoolPod(f"app-{tag}-{n}", processes=2, settings=conf, workdir=workdir) for n in (0, 1))
     pods = [a, b]
@@ -515,10 +519,11 @@ def restarts(cluster: JvmKafkaCluster, args: argparse.Namespace, workdir: Path) 
     for protocol in args.protocols.split(","):
         runs = []
         for number in range(1, args.runs + 1):
-            got = one_restart_run(cluster, protocol, workdir)
+            got = one_restart_run(cluster, protocol, workdir, args.restart_state_dir)
             runs.append(got)
             print(f"  {protocol} run {number} (load {load()}): {got}")
-        print(f"\n{protocol}: two pods of 2 workers, 8 partitions, 200 records/s; {args.runs} runs")
+        kept = ", restart_state_dir" if args.restart_state_dir else ""
+        print(f"\n{protocol}: two pods of 2 workers, 8 partitions, 200 records/s{kept}; {args.runs} runs")
         print(
             "| event | rebalances | revocations, other pod | revocations, other worker of the pod | "
             "seconds | same partitions | exits |"
@@ -550,6 +555,11 @@ def main() -> None:
     parser.add_argument("--work-us", type=float, default=50.0)
     parser.add_argument("--partitions", type=int, default=8)
     parser.add_argument("--protocols", default="classic,consumer")
+    parser.add_argument(
+        "--restart-state-dir",
+        action="store_true",
+        help="restart: the pods keep a restart_state_dir (a KIP-848 worker releases its dead predecessor)",
+    )
     args = parser.parse_args()
     print(machine())
     print(f"load average (1/5 min) at start {load()}; timings vary with it")
