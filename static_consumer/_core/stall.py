@@ -83,10 +83,11 @@ def waited(session: Session) -> None:
     """A wait of the core's own on the poll path ended: the member waited for its instance id (the
     KIP-848 release wait of ``rejoin.py``, or standing by in ``standby.py``). It owned no partition
     meanwhile (never assigned yet, or its partitions reported lost first) and its client was replaced,
-    so no record of an earlier session can go out: the time the wait took is no gap to check, and the
-    guard measures from now. Measured from the call before the wait instead, every crash restart that
-    waited out a session would be held back once and reported as a ``stalled`` event with verdict
-    ``unknown`` (no answer: nothing committed yet), although the member only waited as designed."""
+    so no record fetched before the wait can go out: the time the wait took is no gap to check, and the
+    guard measures from now (a gap found before the wait began is still checked). Measured from the call
+    before the wait instead, every crash restart that waited out a session would be held back once and
+    reported as a ``stalled`` event with verdict ``unknown`` (no answer: nothing committed yet), although
+    the member only waited as designed."""
     session.stall.last_return = session.clock()
 
 
