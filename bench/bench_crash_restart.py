@@ -21,7 +21,7 @@ in the same restart directory (what a container restart in its pod sees), and me
   that column must be 0.
 
 Prints one table per run and the table of all runs (median [min-max] over every kill), and the load
-average before and after each setup, since timings on a shared machine vary with it.
+average after each setup, since the timings vary with the machine's load.
 """
 
 from __future__ import annotations
