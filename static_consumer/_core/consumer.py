@@ -35,6 +35,7 @@ from static_consumer._core.poll import (
     end_in_flight,
     hand_out,
     handle_error,
+    replaced,
     take_buffered,
 )
 from static_consumer._core.seam import ConsumerAdapter, PollError
@@ -171,6 +172,8 @@ class StaticConsumer:
         if record is None:
             item = adapter.poll(timeout)
             after_client_call(s, adapter, isinstance(item, Record))
+            if replaced(s, adapter):
+                item = None  # the replaced client's (poll.replaced)
             if isinstance(item, PollError):
                 handle_error(s, item)
             else:
@@ -190,10 +193,10 @@ class StaticConsumer:
         if len(records) < max_records:
             items = adapter.consume(max_records - len(records), 0.0 if records else timeout)
             after_client_call(s, adapter, bool(items or records))
-            if not records and isinstance(items, RecordList):
+            if not records and isinstance(items, RecordList) and not replaced(s, adapter):
                 records = items  # the adapter's list, with the highest offsets commit(records) needs
             else:
-                accept(s, items, records)
+                accept(s, adapter, items, records)
         else:
             s.stall.returned(s.clock())  # handed back earlier: a freeze since is checked all the same
         if s.stall.checking:
@@ -210,10 +213,10 @@ class StaticConsumer:
             return RecordBatch.from_records(self.consume(max_records, timeout))
         got = adapter.consume_batch(max_records, timeout)
         after_client_call(s, adapter, len(got) > 0)
-        if isinstance(got, RecordBatch) and not s.stall.checking:
+        if isinstance(got, RecordBatch) and not s.stall.checking and not replaced(s, adapter):
             hand_out(s, got)
             return got
-        records = got.records() if isinstance(got, RecordBatch) else accept(s, got, [])
+        records = accept(s, adapter, got.records() if isinstance(got, RecordBatch) else got, [])
         if s.stall.checking:
             records = guard(s, adapter, records, max_records)
         hand_out(s, records)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import logging
 import math
+from collections.abc import Sequence
 
 from static_consumer._base.codes import TRANSPORT, ErrorKind
 from static_consumer._base.records import Record, RecordBatch
@@ -45,7 +46,7 @@ def end_in_flight(session: Session, adapter: ConsumerAdapter, bound_s: float) ->
                 break
             items = adapter.consume(500, SERVE_CALL_S)
             after_client_call(session, adapter)
-            held.extend((watch.calls, record) for record in accept(session, items, []))
+            held.extend((watch.calls, record) for record in accept(session, adapter, items, []))
     finally:
         flight.holding = False
     if flight.sent is not None and session.adapter is adapter:
@@ -120,8 +121,21 @@ def handle_error(session: Session, error: PollError) -> bool:
     return False
 
 
-def accept(session: Session, items: list[Record | PollError], records: list[Record]) -> list[Record]:
-    """Append the records among ``items`` to ``records``, handling the errors among them."""
+def replaced(session: Session, adapter: ConsumerAdapter) -> bool:
+    """Whether the work after a call into ``adapter`` replaced it. What that call returned is then the
+    dead client's: its records belong to a session that ended (the new client reads them again from the
+    committed offsets), and an error among them is one the replacement already answered (librdkafka
+    reports one fence twice in one call: as the result of the commit in flight and as an item)."""
+    return session.adapter is not adapter
+
+
+def accept(
+    session: Session, adapter: ConsumerAdapter, items: Sequence[Record | PollError], records: list[Record]
+) -> list[Record]:
+    """Append the records among ``items`` (what a call into ``adapter`` returned, its after-work done)
+    to ``records``, handling the errors among them; nothing when that work replaced ``adapter``."""
+    if replaced(session, adapter):
+        return records
     if PollError not in map(type, items):  # the common case, checked without a Python loop
         records.extend(items)  # type: ignore[arg-type]  # all Records, checked just above
         return records

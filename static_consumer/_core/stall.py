@@ -134,7 +134,7 @@ def _settle(
             break
         items = adapter.consume(max_records, SERVE_S)
         after_client_call(session, adapter)
-        held.extend((watch.calls, record) for record in accept(session, items, []))
+        held.extend((watch.calls, record) for record in accept(session, adapter, items, []))
     owned = session.offsets.owned
     if verdict == "gone" and not _settled(session, verdict, first):
         # The broker said so and librdkafka has not yet: nothing of these partitions goes out until it

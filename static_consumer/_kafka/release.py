@@ -65,9 +65,7 @@ def leave_for(admin: Any, group_id: str, instance_id: str, member_id: str) -> in
     return int(response.error_code)
 
 
-def release_static_member(
-    settings: Cluster, instance_id: str, member_ids: Sequence[str]
-) -> str | None:
+def release_static_member(settings: Cluster, instance_id: str, member_ids: Sequence[str]) -> str | None:
     """Send the static leave for ``instance_id`` on behalf of each of ``member_ids`` in turn until the
     coordinator takes one: that member id, or None when none of them holds the id (another member does,
     or nobody). A coordinator that is loading or moving is asked again, at most ``ATTEMPTS`` times within

@@ -76,9 +76,7 @@ class GroupWatch:
 
     def look(self) -> GroupDescription | None:
         """The group as its coordinator describes it now; None when it did not answer in time or refused."""
-        answer: GroupDescription | None = self._ask(
-            "describe", lambda admin: ask_group(admin, self._group)
-        )
+        answer: GroupDescription | None = self._ask("describe", lambda admin: ask_group(admin, self._group))
         return answer
 
     def committed(self, partitions: Sequence[TopicPartition]) -> dict[TopicPartition, int] | None:
