@@ -14,12 +14,13 @@ from typing import Any
 
 import pytest
 
-from static_consumer._base.errors import BrokerUnavailableError, UnknownInstanceIdError
+from static_consumer._base.errors import BrokerUnavailableError, DeadLetterTopicError, UnknownInstanceIdError
 from static_consumer._base.records import TopicPartition
 from static_consumer._kafka.capabilities import BrokerCapabilities
 from static_consumer._kafka.groups import GroupDescription, GroupMember, RemovalFailure, RemovalResult
 from static_consumer.admin.audit import GroupAudit, audit_description
 from static_consumer.admin.cli import Operations, main
+from static_consumer.admin.redrive import RedriveResult
 from static_consumer.settings import ConsumerSettings
 
 DATA = Path(__file__).parent / "data"
@@ -62,7 +63,10 @@ class Recorder:
 
     def ops(self) -> Operations:
         return Operations(
-            **{name: self.op(name) for name in ("probe", "audit_group", "remove_members", "scale_down")}
+            **{
+                name: self.op(name)
+                for name in ("probe", "audit_group", "remove_members", "scale_down", "redrive")
+            }
         )
 
 
@@ -282,6 +286,65 @@ def test_scale_down_passes_the_selection_and_template() -> None:
     assert kwargs == {"replicas": 1, "ordinals": [4], "statefulset": "web", "processes": None}
     assert run([*argv, "--processes", "2"], rec)[0] == 0
     assert rec.calls[1][3]["processes"] == 2
+
+
+# ---------------------------------------------------------------------------------------- redrive
+def test_redrive_parses_the_topic_group_dry_run_and_timeout() -> None:
+    rec = Recorder(redrive=RedriveResult("orders-dlt", "orders.redrive"))
+    argv = ["redrive", "orders-dlt", "--group", "orders", "--dry-run", "--timeout-s", "5"]
+    assert run([*argv, "-b", "kafka-7:9092"], rec)[0] == 0
+    _, settings, args, kwargs = rec.calls[0]
+    assert (settings.group_id, settings.bootstrap_servers) == ("orders", "kafka-7:9092")
+    assert args == ("orders-dlt",) and kwargs == {"dry_run": True, "timeout_s": 5.0}
+    assert run(["redrive", "orders-dlt", "--group", "orders"], rec)[0] == 0
+    assert rec.calls[1][3] == {"dry_run": False, "timeout_s": 300.0}  # the defaults
+    assert run(["redrive", "--group", "orders"], rec)[0] == 2  # DEAD_LETTER_TOPIC is required
+    code, doc = run_json(["redrive", "orders-dlt"], rec)  # no --group, no STATIC_CONSUMER_GROUP_ID
+    assert code == 78 and "STATIC_CONSUMER_GROUP_ID" in doc["error"]["message"] and len(rec.calls) == 2
+
+
+def test_redrive_json_and_text_report_what_was_sent_per_source_partition() -> None:
+    result = RedriveResult(
+        "orders-dlt",
+        "orders.redrive",
+        sent={"orders[1]": 2, "orders[0]": 1},
+        foreign=1,
+        committed={1: 3, 0: 2},
+    )
+    code, doc = run_json(["redrive", "orders-dlt", "--group", "orders"], Recorder(redrive=result))
+    assert code == 0
+    assert doc == {
+        "dead_letter_topic": "orders-dlt",
+        "group": "orders.redrive",
+        "sent": {"orders[1]": 2, "orders[0]": 1},
+        "total": 3,
+        "foreign": 1,
+        "committed": {"0": 2, "1": 3},
+        "dry_run": False,
+        "exit_code": 0,
+    }
+    assert list(doc["committed"]) == ["0", "1"]  # partitions in order
+    code, out, _ = run(["redrive", "orders-dlt", "--group", "orders"], Recorder(redrive=result))
+    assert out.splitlines() == [
+        "sent 3 records from orders-dlt (group orders.redrive):",
+        "  orders[0]: 1",
+        "  orders[1]: 2",
+        "  passed over (no dlt.original.* headers): 1",
+    ]
+    dry = RedriveResult("orders-dlt", "orders.redrive", sent={"orders[0]": 1}, dry_run=True)
+    code, out, _ = run(["redrive", "orders-dlt", "--group", "orders", "--dry-run"], Recorder(redrive=dry))
+    assert out.splitlines() == [
+        "would send 1 records from orders-dlt (group orders.redrive):",
+        "  orders[0]: 1",
+    ]
+
+
+def test_redrive_of_a_missing_dead_letter_topic_is_exit_78() -> None:
+    missing = DeadLetterTopicError(
+        "re-driving 'orders-dlt': the dead-letter topic does not exist", topic="orders-dlt"
+    )
+    code, doc = run_json(["redrive", "orders-dlt", "--group", "orders"], Recorder(redrive=missing))
+    assert code == 78 and doc["error"]["type"] == "DeadLetterTopicError" and doc["error"]["exit_code"] == 78
 
 
 def test_unreachable_brokers_exit_75_and_unexpected_errors_exit_70() -> None:
