@@ -214,7 +214,10 @@ def run(args: argparse.Namespace, ops: Operations, out: TextIO) -> int:
         data, code = redriven.to_dict(), EXIT_OK
         verb = "would send" if args.dry_run else "sent"
         text = "\n".join(
-            [f"{verb} {redriven.total} records from {args.dead_letter_topic} (group {redriven.group}):"]
+            [
+                f"{verb} {redriven.total} record{'' if redriven.total == 1 else 's'} from "
+                f"{args.dead_letter_topic} (group {redriven.group}):"
+            ]
             + [f"  {where}: {n}" for where, n in sorted(redriven.sent.items())]
             + ([f"  passed over (no dlt.original.* headers): {redriven.foreign}"] if redriven.foreign else [])
         )

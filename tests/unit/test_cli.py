@@ -334,7 +334,7 @@ def test_redrive_json_and_text_report_what_was_sent_per_source_partition() -> No
     dry = RedriveResult("orders-dlt", "orders.redrive", sent={"orders[0]": 1}, dry_run=True)
     code, out, _ = run(["redrive", "orders-dlt", "--group", "orders", "--dry-run"], Recorder(redrive=dry))
     assert out.splitlines() == [
-        "would send 1 records from orders-dlt (group orders.redrive):",
+        "would send 1 record from orders-dlt (group orders.redrive):",
         "  orders[0]: 1",
     ]
 
