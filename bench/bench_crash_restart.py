@@ -90,27 +90,6 @@ def new_group(bootstrap: str, setup: str, directory: str) -> Group:
     )
 
 
-def first_partitions(
-    group: Group, name: str, timeout_s: float, exits: list[int]
-) -> tuple[ConsumerProcess, float]:
-    """The restart of ``name`` and when it first got partitions; a restart that exits first (75 when the
-    wait gave up) is counted in ``exits`` and started again, as Kubernetes would."""
-    deadline = time.monotonic() + timeout_s
-    while True:
-        proc = group.members[name]
-        event = proc.wait_for(
-            lambda e: e["kind"] == "exit" or (e["kind"] == "assigned" and bool(e["partitions"])),
-            max(1.0, deadline - time.monotonic()),
-            "partitions",
-        )
-        if event["kind"] == "assigned":
-            return proc, float(event["ts"])
-        exits.append(int(event["code"]))
-        group.members.pop(name)
-        group.retired.append(proc)
-        group.start(name)
-
-
 def changed(others: Sequence[ConsumerProcess], since: float) -> bool:
     """Whether any of ``others`` saw its assignment change after ``since``."""
     return any(
@@ -132,7 +111,7 @@ def kill_once(group: Group, setup: str, run: int, name: str) -> Kill:
     restart_at = time.time()
     group.start(name)
     exits: list[int] = []
-    restarted, assigned_at = first_partitions(group, name, 3 * SESSION_S + 90, exits)
+    restarted, assigned_at = group.first_partitions(name, 3 * SESSION_S + 90, exits)
     group.wait_stable(timeout_s=180)
     time.sleep(3)  # what the killed member had handled but not committed comes again meanwhile
     others = [p for n, p in group.members.items() if n != name]

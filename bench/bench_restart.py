@@ -187,27 +187,6 @@ def watching_release(bootstrap: str, group: str, old: str | None, limit_s: float
         thread.join(timeout=30)
 
 
-def first_partitions(
-    group: Group, name: str, timeout_s: float, exits: list[int]
-) -> tuple[ConsumerProcess, float]:
-    """The restart of ``name`` and when it first got partitions; a restart that exits first (75 when the
-    wait gave up) is recorded in ``exits`` and started again, as Kubernetes would."""
-    deadline = time.monotonic() + timeout_s
-    while True:
-        proc = group.members[name]
-        event = proc.wait_for(
-            lambda e: e["kind"] == "exit" or (e["kind"] == "assigned" and bool(e["partitions"])),
-            max(1.0, deadline - time.monotonic()),
-            "partitions",
-        )
-        if event["kind"] == "assigned":
-            return proc, float(event["ts"])
-        exits.append(int(event["code"]))
-        group.members.pop(name)
-        group.retired.append(proc)
-        group.start(name)
-
-
 def took(others: Sequence[ConsumerProcess], partitions: set[tuple[str, int]], since: float) -> bool:
     """Whether any of ``others`` was assigned one of ``partitions`` after ``since``."""
     return any(
@@ -241,7 +220,7 @@ def restarts(broker: Broker, protocol: str, how: str, runs: int) -> Row:
                     stopped = group.stop(name)
                     row.add("stop -> exit (s)", stopped.events("exit")[-1]["ts"] - began)
                 group.start(name)
-                restarted, assigned_at = first_partitions(group, name, 3 * session_s + 90, exits)
+                restarted, assigned_at = group.first_partitions(name, 3 * session_s + 90, exits)
                 group.wait_stable(timeout_s=180)
             row.n += 1
             row.add("-> assigned (s)", assigned_at - began)

@@ -24,7 +24,7 @@ from static_consumer._base.codes import (
 )
 from static_consumer._base.records import Record, RecordBatch, RecordList, TopicPartition
 from static_consumer._core.consumer import StaticConsumer
-from static_consumer._core.events import FatalError, MembershipListener
+from static_consumer._core.events import FatalError, MembershipEvent, MembershipListener
 from static_consumer._core.seam import AdapterError, CommitResult, PollError, RebalanceCallback
 from static_consumer._core.seams import Seams
 from static_consumer._kafka.capabilities import BrokerCapabilities
@@ -432,3 +432,16 @@ def logged_consumer(
         )
         with consumer:
             yield consumer, fatal
+
+
+class Recorder(MembershipListener):
+    """Every membership event a consumer delivered, in order; ``of(kind)`` those of one type."""
+
+    def __init__(self) -> None:
+        self.events: list[MembershipEvent] = []
+
+    def on_event(self, event: MembershipEvent) -> None:
+        self.events.append(event)
+
+    def of(self, kind: type[MembershipEvent]) -> list[Any]:
+        return [e for e in self.events if isinstance(e, kind)]

@@ -21,6 +21,7 @@ from fakes import (
     FakeFactory,
     Lose,
     OutOfBand,
+    Recorder,
     Revoke,
     Step,
     rec,
@@ -45,7 +46,6 @@ from static_consumer._core.events import (
     FatalError,
     Fenced,
     Lost,
-    MembershipEvent,
     MembershipListener,
     Revoked,
 )
@@ -72,32 +72,6 @@ class Removals:
     def __call__(self, settings: ConsumerSettings, instance_id: str) -> bool:
         self.ids.append(instance_id)
         return True
-
-
-class Recorder(MembershipListener):
-    def __init__(self) -> None:
-        self.events: list[MembershipEvent] = []
-
-    def on_assigned(self, event: Assigned) -> None:
-        self.events.append(event)
-
-    def on_revoked(self, event: Revoked) -> None:
-        self.events.append(event)
-
-    def on_lost(self, event: Lost) -> None:
-        self.events.append(event)
-
-    def on_fenced(self, event: Fenced) -> None:
-        self.events.append(event)
-
-    def on_fatal(self, event: FatalError) -> None:
-        self.events.append(event)
-
-    def on_closed(self, event: Closed) -> None:
-        self.events.append(event)
-
-    def of(self, kind: type[MembershipEvent]) -> list[Any]:
-        return [e for e in self.events if isinstance(e, kind)]
 
 
 def consumer(

@@ -8,7 +8,7 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 import pytest
-from fakes import MODERN, OLD, TRANSPORT_ERROR, UNKNOWN_MEMBER, FakeAdapter, Step, rec, tp
+from fakes import MODERN, OLD, TRANSPORT_ERROR, UNKNOWN_MEMBER, FakeAdapter, Recorder, Step, rec, tp
 
 from assignors import ordinal_plan_all
 from static_consumer._base.errors import (
@@ -19,7 +19,7 @@ from static_consumer._base.errors import (
 )
 from static_consumer._base.records import TopicPartition
 from static_consumer._core.consumer import State, StaticConsumer
-from static_consumer._core.events import Assigned, Closed, MembershipEvent, MembershipListener, Revoked
+from static_consumer._core.events import Assigned, Closed, Revoked
 from static_consumer._core.seam import PollError
 from static_consumer._core.seams import Seams
 from static_consumer.settings import ConsumerSettings
@@ -35,23 +35,6 @@ def settings(**overrides: Any) -> ConsumerSettings:
     }
     values.update(overrides)
     return ConsumerSettings(**values)
-
-
-class Recorder(MembershipListener):
-    def __init__(self) -> None:
-        self.events: list[MembershipEvent] = []
-
-    def on_assigned(self, event: Assigned) -> None:
-        self.events.append(event)
-
-    def on_revoked(self, event: Revoked) -> None:
-        self.events.append(event)
-
-    def on_closed(self, event: Closed) -> None:
-        self.events.append(event)
-
-    def of(self, kind: type[MembershipEvent]) -> list[Any]:
-        return [e for e in self.events if isinstance(e, kind)]
 
 
 class Clock:

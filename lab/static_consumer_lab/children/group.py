@@ -120,6 +120,27 @@ class Group:
         self.members[name] = proc
         return proc
 
+    def first_partitions(
+        self, name: str, timeout_s: float, exits: list[int]
+    ) -> tuple[ConsumerProcess, float]:
+        """The running process of member ``name`` once it got partitions, and when (its event's time); a
+        process that exits first (75 when a wait for its instance id gave up) is counted in ``exits`` and
+        started again, as Kubernetes would."""
+        deadline = time.monotonic() + timeout_s
+        while True:
+            proc = self.members[name]
+            event = proc.wait_for(
+                lambda e: e["kind"] == "exit" or (e["kind"] == "assigned" and bool(e["partitions"])),
+                max(1.0, deadline - time.monotonic()),
+                "partitions",
+            )
+            if event["kind"] == "assigned":
+                return proc, float(event["ts"])
+            exits.append(int(event["code"]))
+            self.members.pop(name)
+            self.retired.append(proc)
+            self.start(name)
+
     def spawn_held(self, name: str) -> ConsumerProcess:
         """A process for member ``name`` that loads its interpreter now and starts only at :meth:`admit`."""
         number = len(self.retired) + len(self.members) + 1
