@@ -21,7 +21,7 @@ from static_consumer_lab.brokers.classpath import HarnessError
 
 if TYPE_CHECKING:
     from static_consumer._kafka.acls import Acl
-    from static_consumer_lab.brokers.jvm import JvmKafkaCluster
+    from static_consumer_lab.brokers.jvm import JvmKafkaCluster, Profile
     from static_consumer_lab.secure.sasl import SaslUsers
 
 SUPER_USER, APP_USER, OPS_USER = "admin", "app", "ops"
@@ -164,9 +164,10 @@ def _kinds() -> dict[str, Any]:
     return {"Group": ResourceType.GROUP, "Topic": ResourceType.TOPIC, "Cluster": ResourceType.BROKER}
 
 
-def start_acl_cluster() -> AclCluster:
-    """One node with the authorizer, the PLAINTEXT listener for the harness and a SASL one (SCRAM-SHA-256
-    and PLAIN) for ``admin``, ``app`` and ``ops``, whose passwords are random."""
+def start_acl_cluster(nodes: int = 1, profile: Profile = "stock") -> AclCluster:
+    """``nodes`` nodes (``profile``'s group settings) with the authorizer, the PLAINTEXT listener for the
+    harness and a SASL one (SCRAM-SHA-256 and PLAIN) for ``admin``, ``app`` and ``ops``, whose passwords
+    are random."""
     import secrets
 
     from static_consumer_lab.brokers.jvm import JvmKafkaCluster
@@ -175,7 +176,7 @@ def start_acl_cluster() -> AclCluster:
     users = SaslUsers(
         {name: f"{name}-pw-{secrets.token_hex(12)}" for name in (APP_USER, OPS_USER, SUPER_USER)}
     )
-    cluster = JvmKafkaCluster(1, sasl=users, extra_config=AUTHORIZER_CONFIG)
+    cluster = JvmKafkaCluster(nodes, profile=profile, sasl=users, extra_config=AUTHORIZER_CONFIG)
     cluster.start()
     return AclCluster(cluster, users)
 

@@ -153,7 +153,7 @@ class PoolPod:
             return []
         out = []
         for line in self.records_file.read_text().splitlines():
-            topic, partition, offset, _ = line.split(" ")
+            topic, partition, offset, *_ = line.split(" ")
             out.append((topic, int(partition), int(offset)))
         return out
 

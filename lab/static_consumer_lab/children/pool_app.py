@@ -5,7 +5,8 @@ static_consumer_lab.children.pool_app:handle``; what it does comes from the envi
 
 - ``POOL_APP_WORK_ITERATIONS``: pure-Python work per record (a loop of that many iterations; the
   benchmark calibrates it to CPU time per record, so the work is the same whatever the load);
-- ``POOL_APP_RECORDS``: append ``topic partition offset instance_id`` per record to this file;
+- ``POOL_APP_RECORDS``: append ``topic partition offset instance_id pid handed`` per record to this file
+  (``pid`` the handling process, ``handed`` the wall clock when the handler got the batch);
 - ``POOL_APP_BATCHES``: append ``instance_id records started ended work_cpu`` per batch to this file
   (started and ended wall clock; work_cpu the CPU seconds of this thread the work loop took).
 
@@ -73,7 +74,8 @@ def handle(batch: list[Record]) -> None:
     cpu = time.thread_time() - cpu
     who = _worker["instance_id"]
     if _worker["records"] is not None:
-        lines = "".join(f"{r.topic} {r.partition} {r.offset} {who}\n" for r in batch)
+        tail = f"{who} {os.getpid()} {started:.6f}\n"
+        lines = "".join(f"{r.topic} {r.partition} {r.offset} {tail}" for r in batch)
         os.write(_worker["records"], lines.encode())
     if _worker["batches"] is not None:
         os.write(

@@ -1,0 +1,145 @@
+"""A chaos run's figures from its evidence: per fault, per kind, the commit lag per phase, the verdicts.
+
+``figures(ev)`` is plain data (``figures.json``); ``render(figures)`` the text printed after a run.
+``python -m static_consumer_lab.chaos.report RUN_DIR`` recomputes both from a saved run directory.
+"""
+
+from __future__ import annotations
+
+import json
+import statistics
+import sys
+from collections import Counter, defaultdict
+from pathlib import Path
+from typing import Any
+
+from static_consumer_lab.chaos.evidence import Done, Evidence, load
+from static_consumer_lab.chaos.invariants import Limits, check, copies, lag_ages
+from static_consumer_lab.chaos.windows import containing, window
+
+
+def _back_after(ev: Evidence, fault: Done) -> float | None:
+    """Seconds from a member fault's start to the first record a new (or thawed) process of its target
+    handled; None for other kinds or if none did."""
+    if fault.kind not in ("kill", "term", "term2", "pause", "long_pause", "acl"):
+        return None
+    targets = set(fault.targets)
+    later = [
+        h.at
+        for h in ev.handled
+        if h.at > fault.end
+        and (fault.kind == "acl" or h.member in targets or h.member.rsplit("-", 1)[0] in targets)
+    ]
+    return round(min(later) - fault.start, 2) if later else None
+
+
+def figures(ev: Evidence, limits: Limits | None = None) -> dict[str, Any]:
+    limits = limits or Limits()
+    extra: Counter[int] = Counter()  # extra copies per fault index (-1: outside every window)
+    for handlings in copies(ev).values():
+        for h in handlings[1:]:
+            fault = containing(h.at, ev.faults, ev.session_s, ev.grace_s)
+            extra[fault.index if fault else -1] += 1
+    rebalanced: Counter[int] = Counter()
+    for _kind, _value, ts in ev.rebalances:
+        if ev.began <= ts < ev.stopped:
+            fault = containing(ts, ev.faults, ev.session_s, ev.grace_s)
+            rebalanced[fault.index if fault else -1] += 1
+    faults = []
+    for f in ev.faults:
+        start, end = window(f, ev.session_s, ev.grace_s)
+        faults.append(
+            {
+                "index": f.index,
+                "kind": f.kind,
+                "targets": list(f.targets),
+                "at_s": round(f.start - ev.began, 1),
+                "lasted_s": round(f.end - f.start, 1),
+                "window_s": round(end - start, 1),
+                "coordinator": f.coordinator,
+                "handled_twice": extra[f.index],
+                "rebalances": rebalanced[f.index],
+                "back_after_s": _back_after(ev, f),
+            }
+        )
+    per_kind: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    for f, row in zip(ev.faults, faults, strict=True):
+        per_kind[f.kind].append(row)
+    kinds = {
+        kind: {
+            "faults": len(rows),
+            "handled_twice": [r["handled_twice"] for r in rows],
+            "back_after_s": [r["back_after_s"] for r in rows],
+            "rebalances": sum(r["rebalances"] for r in rows),
+        }
+        for kind, rows in sorted(per_kind.items())
+    }
+    ages = lag_ages(ev)
+    lag = {}
+    for phase in ("before", "after"):
+        quiet = [s.age_s for s in ages if s.phase == phase and not s.disturbed]
+        lagging = [a for a in quiet if a > limits.lag_age_s]
+        lag[phase] = {
+            "samples": len(quiet),
+            "lagging": len(lagging),
+            "share": round(len(lagging) / len(quiet), 4) if quiet else None,
+            "median_age_s": round(statistics.median(lagging), 3) if lagging else None,
+            "max_age_s": round(max(lagging), 3) if lagging else None,
+        }
+    twice = copies(ev)
+    return {
+        "acknowledged": len(ev.acked),
+        "handled": len(ev.handled),
+        "records_handled_twice_or_more": len(twice),
+        "extra_copies": sum(len(v) - 1 for v in twice.values()),
+        "extra_copies_outside_windows": extra[-1],
+        "rebalances_in_faults_phase": sum(rebalanced.values()),
+        "faults_phase_s": round(ev.stopped - ev.began, 1),
+        "faults": faults,
+        "kinds": kinds,
+        "lag": lag,
+        "lag_limits": {"age_s": limits.lag_age_s, "share": limits.lag_fraction},
+        "invariants": check(ev, limits),
+    }
+
+
+def render(fig: dict[str, Any]) -> str:
+    lines = [
+        f"{fig['acknowledged']} acknowledged, {fig['handled']} handled; "
+        f"{fig['records_handled_twice_or_more']} records handled more than once "
+        f"({fig['extra_copies']} extra copies, {fig['extra_copies_outside_windows']} outside the windows); "
+        f"{fig['rebalances_in_faults_phase']} rebalances in {fig['faults_phase_s']} s of faults",
+        "faults (at s, lasted s, window s, handled twice, rebalances, back after s):",
+    ]
+    for f in fig["faults"]:
+        coordinator = " (coordinator)" if f["coordinator"] else ""
+        lines.append(
+            f"  {f['index']:3d} {f['kind']:<11} {','.join(f['targets']):<14}{coordinator:<14} "
+            f"{f['at_s']:7.1f} "
+            f"{f['lasted_s']:6.1f} {f['window_s']:6.1f} {f['handled_twice']:5d} {f['rebalances']:3d} "
+            f"{f['back_after_s'] if f['back_after_s'] is not None else '-'}"
+        )
+    limits = fig["lag_limits"]
+    for phase, row in fig["lag"].items():
+        share = "-" if row["share"] is None else f"{row['share']:.1%}"
+        lines.append(
+            f"commit lag {phase} the first coordinator fault: {row['lagging']} of {row['samples']} "
+            f"undisturbed samples ({share}) older than {limits['age_s']:g} s; "
+            f"median age {row['median_age_s']} s, max {row['max_age_s']} s"
+        )
+    for name, found in fig["invariants"].items():
+        lines.append(f"{'HELD' if not found else 'VIOLATED'}: {name}")
+        lines.extend(f"    {line}" for line in found)
+    return "\n".join(lines)
+
+
+def main(argv: list[str]) -> int:
+    run_dir = Path(argv[0])
+    fig = figures(load(run_dir))
+    (run_dir / "figures.json").write_text(json.dumps(fig, indent=1))
+    print(render(fig))
+    return 1 if any(fig["invariants"].values()) else 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main(sys.argv[1:]))
