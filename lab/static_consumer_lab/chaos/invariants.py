@@ -27,7 +27,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from itertools import pairwise
 
-from static_consumer_lab.chaos.evidence import Done, Evidence, Handled
+from static_consumer_lab.chaos.evidence import Done, Evidence, Exit, Handled
 from static_consumer_lab.chaos.windows import DUPLICATING, containing, window
 
 SHOWN = 5  # violations listed per invariant (the count is always given)
@@ -97,14 +97,15 @@ def committed_short_of_log_end(ev: Evidence) -> list[str]:
     ]
 
 
-def _explains(fault: Done, code: int, pid: int, at: float, ev: Evidence) -> bool:
+def _explains(fault: Done, ended: Exit, ev: Evidence) -> bool:
+    hit = ended.member in fault.targets and ended.pid in fault.pids
     if fault.kind == "kill":
-        return pid in fault.pids and code == -9
+        return hit and ended.code == -9
     if fault.kind in ("term", "term2"):
-        return pid in fault.pids and code == 0
+        return hit and ended.code == 0
     if fault.kind == "acl":
         start, end = window(fault, ev.session_s, ev.grace_s)
-        return code == 78 and start <= at <= end
+        return ended.code == 78 and start <= ended.at <= end
     return False
 
 
@@ -114,24 +115,27 @@ def unexplained_exits(ev: Evidence) -> list[str]:
         if e.at >= ev.stopped:
             if e.code != 0:
                 found.append(f"{e.member} (pid {e.pid}) ended with {e.code} after the final SIGTERM")
-        elif not any(_explains(f, e.code, e.pid, e.at, ev) for f in ev.faults):
+        elif not any(_explains(f, e, ev) for f in ev.faults):
             found.append(f"{e.member} (pid {e.pid}) ended with {e.code} at {e.at - ev.began:.1f} s: no fault")
     return _cut(found, "exits")
 
 
 def out_of_order(ev: Evidence) -> list[str]:
-    runs: dict[tuple[int, int], list[Handled]] = defaultdict(list)
-    handlers: dict[tuple[int, int], set[int]] = defaultdict(set)
+    # A process is its member and its pid: the machine may give a pid again, hardly to the same member.
+    runs: dict[tuple[str, int, int], list[Handled]] = defaultdict(list)
+    handlers: dict[tuple[int, int], set[tuple[str, int]]] = defaultdict(set)
     for h in ev.handled:  # each process's records in its handling order
-        runs[(h.pid, h.partition)].append(h)
-        handlers[(h.partition, h.offset)].add(h.pid)
+        runs[(h.member, h.pid, h.partition)].append(h)
+        handlers[(h.partition, h.offset)].add((h.member, h.pid))
     found = []
-    for (pid, p), run in runs.items():
+    for (member, pid, p), run in runs.items():
         for prev, cur in pairwise(run):
             if cur.offset == prev.offset + 1:
                 continue
             if cur.offset > prev.offset + 1:
-                alone = [o for o in range(prev.offset + 1, cur.offset) if not handlers[(p, o)] - {pid}]
+                alone = [
+                    o for o in range(prev.offset + 1, cur.offset) if not handlers[(p, o)] - {(member, pid)}
+                ]
                 if alone:
                     found.append(f"pid {pid} skipped partition {p} offsets {alone[0]}..{alone[-1]}")
             elif _inside(ev, cur.at, DUPLICATING) is None:

@@ -63,7 +63,7 @@ class ChaosConfig:
 
     def names(self) -> tuple[list[str], list[str]]:
         plain = [f"app-{i}" for i in range(self.members)]
-        pools = [f"pool{i}" for i in range(self.pools)]
+        pools = [f"pool-{i}" for i in range(self.pools)]
         return plain + pools, pools
 
 
