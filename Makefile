@@ -4,7 +4,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test unit unit-pure-python integration container-test image lint typecheck docs clean
+.PHONY: demo chaos test unit unit-pure-python integration container-test image lint typecheck docs clean
 
 # setup.py and the C source too: an editable install builds static_consumer/_base/records/native.c once, in place.
 # Both distributions of this repository in one pip command, so the lab (static-consumer-lab: the harness,
@@ -17,6 +17,10 @@ $(STAMP): pyproject.toml setup.py static_consumer/_base/records/native.c lab/pyp
 
 demo: $(STAMP)
 	$(BIN)/static-consumer demo
+
+# The long chaos run (docs/chaos.md): e.g. make chaos CHAOS_ARGS="--seed 7 --minutes 12 --protocol consumer".
+chaos: $(STAMP)
+	$(BIN)/python bench/chaos.py $(CHAOS_ARGS)
 
 lint: $(STAMP)
 	$(BIN)/ruff check static_consumer assignors lab tests integration bench

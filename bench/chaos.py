@@ -32,7 +32,9 @@ from static_consumer_lab.chaos.schedule import KINDS
 
 
 def _args(argv: list[str] | None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--seed", type=int, default=None, help="the schedule's seed (default: drawn)")
     parser.add_argument("--minutes", type=float, default=10.0, help="of faults, per protocol")
     parser.add_argument("--protocol", choices=["classic", "consumer", "both"], default="both")

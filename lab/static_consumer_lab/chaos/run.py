@@ -58,6 +58,7 @@ class ChaosConfig:
     grace_s: float = 15.0
     kinds: tuple[str, ...] = KINDS
     gap_s: tuple[float, float] = (5.0, 15.0)
+    coordinator_share: float = 0.5
     sample_every_s: float = 1.0
     warmup_s: float = 10.0
 
@@ -114,6 +115,7 @@ def run(
         kinds=config.kinds,
         nodes=len(acl.cluster.nodes),
         gap_s=config.gap_s,
+        coordinator_share=config.coordinator_share,
     )
     (run_dir / "schedule.json").write_text(json.dumps([f.to_json() for f in schedule], indent=1))
     members = Members(

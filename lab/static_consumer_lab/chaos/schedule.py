@@ -12,7 +12,7 @@ Fault kinds (the targets are member names, broker node ids or an ACL):
 - ``pause``: SIGSTOP for ``duration_s``, under the session (20-60 % of it), then SIGCONT;
 - ``long_pause``: SIGSTOP for ``duration_s``, past the session (130-160 % of it), then SIGCONT;
 - ``broker_kill``, ``broker_term``: SIGKILL or SIGTERM to a broker, started again ``duration_s`` later
-  (2-8 s); the target is ``coordinator`` (the group's coordinator at that moment) or a node id;
+  (2-8 s); the target is ``coordinator`` (the group's coordinator at that moment) or a node id drawn;
 - ``acl``: the member principal's READ on the ``group`` or on the ``topic`` revoked for ``duration_s``
   (5-12 s), then granted again.
 
@@ -60,8 +60,10 @@ def plan(
     kinds: Sequence[str] = KINDS,
     nodes: int = 3,
     gap_s: tuple[float, float] = (5.0, 15.0),
+    coordinator_share: float = 0.5,
 ) -> tuple[Fault, ...]:
-    """``count`` faults drawn from ``random.Random(seed)``; the runner carries out as many as fit."""
+    """``count`` faults drawn from ``random.Random(seed)``; the runner carries out as many as fit. A broker
+    fault targets the coordinator with probability ``coordinator_share``, else a node drawn at random."""
     unknown = sorted(set(kinds) - set(KINDS))
     if unknown or not kinds:
         raise ValueError(f"unknown fault kinds {unknown}: use some of {KINDS}")
@@ -75,13 +77,13 @@ def plan(
             deck = sorted(kinds)
             rng.shuffle(deck)
         kind = deck.pop()
-        targets, duration = _draw(rng, kind, sorted(members), session_s, nodes)
+        targets, duration = _draw(rng, kind, sorted(members), session_s, nodes, coordinator_share)
         faults.append(Fault(index, kind, targets, round(duration, 1), round(rng.uniform(*gap_s), 1)))
     return tuple(faults)
 
 
 def _draw(
-    rng: random.Random, kind: str, members: list[str], session_s: float, nodes: int
+    rng: random.Random, kind: str, members: list[str], session_s: float, nodes: int, coordinator_share: float
 ) -> tuple[tuple[str, ...], float]:
     if kind in ("kill", "term"):
         return (rng.choice(members),), RESTART_DELAY_S
@@ -92,7 +94,7 @@ def _draw(
     if kind == "long_pause":
         return (rng.choice(members),), session_s * rng.uniform(1.3, 1.6)
     if kind in BROKER_KINDS:
-        target = "coordinator" if rng.random() < 0.5 else str(rng.randint(1, nodes))
+        target = "coordinator" if rng.random() < coordinator_share else str(rng.randint(1, nodes))
         return (target,), rng.uniform(2.0, 8.0)
     return (rng.choice(["group", "topic"]),), rng.uniform(5.0, 12.0)
 
