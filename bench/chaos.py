@@ -2,7 +2,7 @@
 
     python bench/chaos.py [--seed N] [--minutes 10] [--protocol classic|consumer|both] [--members 6]
                           [--pools 0] [--rate 300] [--partitions 12] [--session-s 45] [--lab]
-                          [--kinds kill,term,...] [--out DIR]
+                          [--kinds kill,term,...] [--coordinator-share 0.5] [--out DIR]
     make chaos CHAOS_ARGS="--seed 7 --protocol consumer"
 
 One 3-node Apache Kafka cluster (stock group settings, KRaft's StandardAuthorizer; ``--lab``: the lab
@@ -48,6 +48,7 @@ def _args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--lag-age-s", type=float, default=Limits.lag_age_s)
     parser.add_argument("--lag-share", type=float, default=Limits.lag_fraction)
     parser.add_argument("--kinds", default=",".join(KINDS), help=f"fault kinds, of {','.join(KINDS)}")
+    parser.add_argument("--coordinator-share", type=float, default=0.5, help="of the broker faults")
     parser.add_argument("--lab", action="store_true", help="the lab broker profile (sessions under 45 s)")
     parser.add_argument("--out", type=Path, default=None)
     return parser.parse_args(argv)
@@ -58,6 +59,7 @@ def replay(args: argparse.Namespace, seed: int) -> str:
     flags = [f"--seed {seed}", f"--minutes {args.minutes:g}", f"--protocol {args.protocol}"]
     flags += [f"--members {args.members}", f"--pools {args.pools}", f"--rate {args.rate}"]
     flags += [f"--partitions {args.partitions}", f"--session-s {args.session_s:g}", f"--kinds {args.kinds}"]
+    flags += [f"--grace-s {args.grace_s:g}", f"--coordinator-share {args.coordinator_share:g}"]
     return "python bench/chaos.py " + " ".join(flags) + (" --lab" if args.lab else "")
 
 
@@ -84,6 +86,7 @@ def main(argv: list[str] | None = None) -> int:
                 session_s=args.session_s,
                 grace_s=args.grace_s,
                 kinds=tuple(args.kinds.split(",")),
+                coordinator_share=args.coordinator_share,
             )
             began = time.time()
             evidence = run(acl, config, out / protocol)
