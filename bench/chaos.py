@@ -1,8 +1,9 @@
 """The long chaos run: seeded faults against README pod mains (and pool pods) on a 3-node cluster.
 
-    python bench/chaos.py [--seed N] [--minutes 10] [--protocol classic|consumer|both] [--members 6]
-                          [--pools 0] [--rate 300] [--partitions 12] [--session-s 45] [--lab]
-                          [--kinds kill,term,...] [--coordinator-share 0.5] [--out DIR]
+    python bench/chaos.py [--seed N] [--minutes 10 | --faults N] [--protocol classic|consumer|both]
+                          [--members 6] [--pools 0] [--rate 300] [--partitions 12] [--session-s 45] [--lab]
+                          [--kinds kill,term,...] [--coordinator-share 0.5] [--broker KEY=VALUE]
+                          [--out DIR]
     make chaos CHAOS_ARGS="--seed 7 --protocol consumer"
 
 One 3-node Apache Kafka cluster (stock group settings, KRaft's StandardAuthorizer; ``--lab``: the lab
@@ -37,6 +38,7 @@ def _args(argv: list[str] | None) -> argparse.Namespace:
     )
     parser.add_argument("--seed", type=int, default=None, help="the schedule's seed (default: drawn)")
     parser.add_argument("--minutes", type=float, default=10.0, help="of faults, per protocol")
+    parser.add_argument("--faults", type=int, default=None, help="exactly this many faults instead")
     parser.add_argument("--protocol", choices=["classic", "consumer", "both"], default="both")
     parser.add_argument("--members", type=int, default=6, help="README pod mains")
     parser.add_argument("--pools", type=int, default=0, help="pool pods of --processes workers each")
@@ -50,6 +52,7 @@ def _args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--kinds", default=",".join(KINDS), help=f"fault kinds, of {','.join(KINDS)}")
     parser.add_argument("--coordinator-share", type=float, default=0.5, help="of the broker faults")
     parser.add_argument("--lab", action="store_true", help="the lab broker profile (sessions under 45 s)")
+    parser.add_argument("--broker", action="append", default=[], metavar="KEY=VALUE", help="broker config")
     parser.add_argument("--out", type=Path, default=None)
     return parser.parse_args(argv)
 
@@ -57,9 +60,11 @@ def _args(argv: list[str] | None) -> argparse.Namespace:
 def replay(args: argparse.Namespace, seed: int) -> str:
     """The command that runs the same schedule again."""
     flags = [f"--seed {seed}", f"--minutes {args.minutes:g}", f"--protocol {args.protocol}"]
+    flags += [f"--faults {args.faults}"] if args.faults is not None else []
     flags += [f"--members {args.members}", f"--pools {args.pools}", f"--rate {args.rate}"]
     flags += [f"--partitions {args.partitions}", f"--session-s {args.session_s:g}", f"--kinds {args.kinds}"]
     flags += [f"--grace-s {args.grace_s:g}", f"--coordinator-share {args.coordinator_share:g}"]
+    flags += [f"--broker {item}" for item in args.broker]
     return "python bench/chaos.py " + " ".join(flags) + (" --lab" if args.lab else "")
 
 
@@ -71,7 +76,8 @@ def main(argv: list[str] | None = None) -> int:
     limits = Limits(lag_age_s=args.lag_age_s, lag_fraction=args.lag_share)
     print(f"seed {seed}; evidence in {out}; {os.cpu_count()} cores, {platform.python_version()}")
     failed = False
-    acl = start_acl_cluster(3, profile="lab" if args.lab else "stock")
+    broker = dict(item.split("=", 1) for item in args.broker)
+    acl = start_acl_cluster(3, profile="lab" if args.lab else "stock", extra_config=broker)
     try:
         for protocol in protocols:
             config = ChaosConfig(
@@ -81,6 +87,7 @@ def main(argv: list[str] | None = None) -> int:
                 pools=args.pools,
                 processes=args.processes,
                 minutes=args.minutes,
+                faults=args.faults,
                 rate=args.rate,
                 partitions=args.partitions,
                 session_s=args.session_s,

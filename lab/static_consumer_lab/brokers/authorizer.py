@@ -164,10 +164,12 @@ def _kinds() -> dict[str, Any]:
     return {"Group": ResourceType.GROUP, "Topic": ResourceType.TOPIC, "Cluster": ResourceType.BROKER}
 
 
-def start_acl_cluster(nodes: int = 1, profile: Profile = "stock") -> AclCluster:
-    """``nodes`` nodes (``profile``'s group settings) with the authorizer, the PLAINTEXT listener for the
-    harness and a SASL one (SCRAM-SHA-256 and PLAIN) for ``admin``, ``app`` and ``ops``, whose passwords
-    are random."""
+def start_acl_cluster(
+    nodes: int = 1, profile: Profile = "stock", extra_config: Mapping[str, str] | None = None
+) -> AclCluster:
+    """``nodes`` nodes (``profile``'s group settings, ``extra_config`` on top) with the authorizer, the
+    PLAINTEXT listener for the harness and a SASL one (SCRAM-SHA-256 and PLAIN) for ``admin``, ``app`` and
+    ``ops``, whose passwords are random."""
     import secrets
 
     from static_consumer_lab.brokers.jvm import JvmKafkaCluster
@@ -176,7 +178,8 @@ def start_acl_cluster(nodes: int = 1, profile: Profile = "stock") -> AclCluster:
     users = SaslUsers(
         {name: f"{name}-pw-{secrets.token_hex(12)}" for name in (APP_USER, OPS_USER, SUPER_USER)}
     )
-    cluster = JvmKafkaCluster(nodes, profile=profile, sasl=users, extra_config=AUTHORIZER_CONFIG)
+    config = {**AUTHORIZER_CONFIG, **(extra_config or {})}
+    cluster = JvmKafkaCluster(nodes, profile=profile, sasl=users, extra_config=config)
     cluster.start()
     return AclCluster(cluster, users)
 

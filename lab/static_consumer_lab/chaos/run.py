@@ -4,7 +4,8 @@ an authorizer; the evidence written to a run directory (``evidence.py``).
 The phases: the topic (replication 3, min.insync.replicas 2) and the member principal's ACLs; the
 members start and handle records; the faults phase (``began``), where each planned fault starts
 ``gap_s`` after the previous fault's window closed (``windows.py``; a broker fault's also waits for
-every replica to be in sync again) and no fault starts once ``minutes`` are over; then the producer
+every replica to be in sync again) and no fault starts once ``minutes`` are over (or, with ``faults``,
+exactly that many are carried out, whatever the time: ``len(kinds)`` is one of each); then the producer
 stops (every record acknowledged), the members handle everything, and the final SIGTERM goes to every
 member (``stopped``). The committed offsets at the end are read after the members closed.
 """
@@ -52,6 +53,7 @@ class ChaosConfig:
     pools: int = 0
     processes: int = 2
     minutes: float = 10.0
+    faults: int | None = None
     rate: int = 300
     partitions: int = 12
     session_s: float = STOCK_SESSION_S
@@ -127,7 +129,7 @@ def run(
     )
     faults = Faults(members, acl, group, topic, random.Random(config.seed))
     producer = SteadyProducer(
-        bootstrap, topic, config.rate, max_s=config.minutes * 60 + 600, keep_deliveries=True
+        bootstrap, topic, config.rate, max_s=config.minutes * 60 + 1800, keep_deliveries=True
     )
     sampler: subprocess.Popen[bytes] | None = None
     instances = [n for n in names if n not in pools] + [
@@ -155,7 +157,7 @@ def run(
                 str(config.partitions),
                 str(run_dir / "samples.jsonl"),
                 str(config.sample_every_s),
-                str(config.minutes * 60 + 900),
+                str(config.minutes * 60 + 2400),
             ],
             stdout=subprocess.DEVNULL,
             stderr=(run_dir / "sampler.log").open("wb"),
@@ -164,7 +166,9 @@ def run(
         free_at = began
         for fault in schedule:
             start_at = free_at + fault.gap_s
-            if start_at - began > config.minutes * 60:
+            if config.faults is not None and fault.index >= config.faults:
+                break
+            if config.faults is None and start_at - began > config.minutes * 60:
                 break
             time.sleep(max(0.0, start_at - time.time()))
             done = faults.carry_out(fault)
