@@ -6,9 +6,9 @@ Per protocol one run on the module's cluster: two README pod mains and one pool 
 (four static members) on a 6-partition topic (replication 3, min.insync.replicas 2) fed at 100
 records/s, and one fault of each kind in the order the seed deals them: a member killed (-9) and
 restarted 1 s later, two members SIGTERMed at once and restarted, a pause under the session and one
-past it, the group's coordinator killed (-9) and restarted, the members' READ on the group or topic revoked and
-granted again: the schedule of ``make chaos`` without its single SIGTERM (the pair covers it) and its
-broker SIGTERM (a clean broker shutdown takes longer than a CI run should).
+past it, the group's coordinator killed (-9) and restarted, the members' READ on the group or topic
+revoked and granted again: the schedule of ``make chaos`` without its single SIGTERM (the pair covers
+it) and its broker SIGTERM (a clean broker shutdown takes longer than a CI run should).
 
 The lab broker profile, for 10 s sessions (the KIP-848 group's set as a group config): what a fault
 costs scales with the session, and a run waits out one session per kill, long pause and ACL fault; and
