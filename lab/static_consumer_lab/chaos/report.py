@@ -18,18 +18,30 @@ from static_consumer_lab.chaos.invariants import Limits, check, copies, lag_ages
 from static_consumer_lab.chaos.windows import containing, window
 
 
-def _back_after(ev: Evidence, fault: Done) -> float | None:
-    """Seconds from a member fault's start to the first record a new (or thawed) process of its target
-    handled; None for other kinds or if none did."""
-    if fault.kind not in ("kill", "term", "term2", "pause", "long_pause", "acl"):
+def _of(member: str, pod: str) -> bool:
+    """Whether static member ``member`` runs in pod ``pod`` (itself, or a pool worker ``pod-k``)."""
+    return member == pod or (member.startswith(pod + "-") and member[len(pod) + 1 :].isdigit())
+
+
+def _back_after(ev: Evidence, fault: Done, born: dict[tuple[str, int], float]) -> float | None:
+    """Seconds from a fault's start until the records flowed again where it struck: a new process of
+    each killed or SIGTERMed pod handled one (the last of two for ``term2``), the paused process
+    handled one after SIGCONT, any process handled one after the ACL came back. None for broker faults
+    (nothing of the members was struck) or when it never happened."""
+    if fault.kind in ("kill", "term", "term2"):
+        firsts = []
+        for pod in fault.targets:
+            new = [at for (member, _pid), at in born.items() if _of(member, pod) and at > fault.start]
+            if not new:
+                return None
+            firsts.append(min(new))
+        return round(max(firsts) - fault.start, 2)
+    if fault.kind in ("pause", "long_pause"):
+        later = [h.at for h in ev.handled if h.pid in fault.pids and h.at > fault.end]
+    elif fault.kind == "acl":
+        later = [h.at for h in ev.handled if h.at > fault.end]
+    else:
         return None
-    targets = set(fault.targets)
-    later = [
-        h.at
-        for h in ev.handled
-        if h.at > fault.end
-        and (fault.kind == "acl" or h.member in targets or h.member.rsplit("-", 1)[0] in targets)
-    ]
     return round(min(later) - fault.start, 2) if later else None
 
 
@@ -45,6 +57,10 @@ def figures(ev: Evidence, limits: Limits | None = None) -> dict[str, Any]:
         if ev.began <= ts < ev.stopped:
             fault = containing(ts, ev.faults, ev.session_s, ev.grace_s)
             rebalanced[fault.index if fault else -1] += 1
+    born: dict[tuple[str, int], float] = {}
+    for h in ev.handled:
+        key = (h.member, h.pid)
+        born[key] = min(born.get(key, h.at), h.at)
     faults = []
     for f in ev.faults:
         start, end = window(f, ev.session_s, ev.grace_s)
@@ -59,7 +75,7 @@ def figures(ev: Evidence, limits: Limits | None = None) -> dict[str, Any]:
                 "coordinator": f.coordinator,
                 "handled_twice": extra[f.index],
                 "rebalances": rebalanced[f.index],
-                "back_after_s": _back_after(ev, f),
+                "back_after_s": _back_after(ev, f, born),
             }
         )
     per_kind: dict[str, list[dict[str, Any]]] = defaultdict(list)

@@ -1,0 +1,28 @@
+"""A chaos run's figures: copies and rebalances counted against the fault whose window holds them, and
+how long after a fault the records flowed again where it struck."""
+
+from __future__ import annotations
+
+from test_chaos_invariants import BEGAN, clean
+
+from static_consumer_lab.chaos.evidence import Handled
+from static_consumer_lab.chaos.report import figures, render
+
+
+def test_copies_and_rebalances_count_for_the_fault_whose_window_holds_them() -> None:
+    ev = clean()
+    ev.handled += [Handled(1, o, "app-1", 33, BEGAN + 52 + o / 100) for o in range(90, 100)]  # replayed
+    ev.rebalances.append(("generation", 2, BEGAN + 55))
+    fig = figures(ev)
+    [kill] = fig["faults"]
+    assert (kill["handled_twice"], kill["rebalances"]) == (10, 1)
+    assert kill["back_after_s"] == 2.9  # the new process's first record, 52.9 s in, 50 s being the kill
+    assert fig["extra_copies"] == 10 and fig["extra_copies_outside_windows"] == 0
+    assert fig["kinds"]["kill"] == {
+        "faults": 1,
+        "handled_twice": [10],
+        "back_after_s": [2.9],
+        "rebalances": 1,
+    }
+    assert all(found == [] for found in fig["invariants"].values())
+    assert "HELD: nothing lost" in render(fig)
