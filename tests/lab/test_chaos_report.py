@@ -18,10 +18,12 @@ def test_copies_and_rebalances_count_for_the_fault_whose_window_holds_them() -> 
     assert (kill["handled_twice"], kill["rebalances"]) == (10, 1)
     assert kill["back_after_s"] == 2.9  # the new process's first record, 52.9 s in, 50 s being the kill
     assert fig["extra_copies"] == 10 and fig["extra_copies_outside_windows"] == 0
+    assert kill["back_after_end_s"] == 1.9  # the restart came 1 s after the kill
     assert fig["kinds"]["kill"] == {
         "faults": 1,
         "handled_twice": [10],
         "back_after_s": [2.9],
+        "back_after_end_s": [1.9],
         "rebalances": 1,
     }
     assert all(found == [] for found in fig["invariants"].values())

@@ -64,6 +64,7 @@ def figures(ev: Evidence, limits: Limits | None = None) -> dict[str, Any]:
     faults = []
     for f in ev.faults:
         start, end = window(f, ev.session_s, ev.grace_s)
+        back = _back_after(ev, f, born)
         faults.append(
             {
                 "index": f.index,
@@ -75,7 +76,8 @@ def figures(ev: Evidence, limits: Limits | None = None) -> dict[str, Any]:
                 "coordinator": f.coordinator,
                 "handled_twice": extra[f.index],
                 "rebalances": rebalanced[f.index],
-                "back_after_s": _back_after(ev, f, born),
+                "back_after_s": back,
+                "back_after_end_s": None if back is None else round(back - (f.end - f.start), 2),
             }
         )
     per_kind: dict[str, list[dict[str, Any]]] = defaultdict(list)
@@ -86,6 +88,7 @@ def figures(ev: Evidence, limits: Limits | None = None) -> dict[str, Any]:
             "faults": len(rows),
             "handled_twice": [r["handled_twice"] for r in rows],
             "back_after_s": [r["back_after_s"] for r in rows],
+            "back_after_end_s": [r["back_after_end_s"] for r in rows],
             "rebalances": sum(r["rebalances"] for r in rows),
         }
         for kind, rows in sorted(per_kind.items())
