@@ -155,7 +155,10 @@ def render(fig: dict[str, Any]) -> str:
 def main(argv: list[str]) -> int:
     run_dir = Path(argv[0])
     fig = figures(load(run_dir))
-    (run_dir / "figures.json").write_text(json.dumps(fig, indent=1))
+    saved = run_dir / "figures.json"
+    if saved.exists():  # what the run itself said about itself (command, date, load) is kept
+        fig = {**fig, **{k: v for k, v in json.loads(saved.read_text()).items() if k == "run"}}
+    saved.write_text(json.dumps(fig, indent=1))
     print(render(fig))
     return 1 if any(fig["invariants"].values()) else 0
 
