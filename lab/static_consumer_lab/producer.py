@@ -23,7 +23,9 @@ class SteadyProducer:
     acknowledged, or HarnessError), so :attr:`acked` is final after the block; on an exception it only
     halts. ``extra``: more librdkafka properties (e.g. a secured listener's). ``keep_deliveries``: also
     keep (partition, offset, producer timestamp ms) of every acknowledged record in :attr:`delivered` (the
-    demo's end-to-end latency and loss count read it).
+    demo's end-to-end latency and loss count read it). librdkafka reports no offset for a record whose
+    retry the broker had already written (answered as a duplicate sequence, acknowledged all the same):
+    :meth:`stop` reads those offsets back from the log by key, so :attr:`delivered` is complete after it.
     """
 
     def __init__(
@@ -48,18 +50,22 @@ class SteadyProducer:
             }
         )
         self.topic, self._rate, self._max_s = topic, rate_per_s, max_s
+        self._bootstrap, self._extra = bootstrap, dict(extra or {})
         self._halt = threading.Event()
         self.sent = 0
         self.acked = 0
         self.errors: list[str] = []
         self.delivered: list[tuple[int, int, int]] = []
+        self._unplaced: dict[int, dict[bytes, int]] = {}  # partition -> key -> timestamp: offset not reported
         self._keep = keep_deliveries
         self._thread = threading.Thread(target=self._run, name="steady-producer", daemon=True)
 
     def _ack(self, err: Any, msg: Any) -> None:
         if err is None:
             self.acked += 1
-            if self._keep:
+            if self._keep and msg.offset() is None:
+                self._unplaced.setdefault(msg.partition(), {})[msg.key()] = msg.timestamp()[1]
+            elif self._keep:
                 self.delivered.append((msg.partition(), msg.offset(), msg.timestamp()[1]))
         else:
             self.errors.append(str(err))
@@ -114,4 +120,39 @@ class SteadyProducer:
                 f"producer: {self.acked} of {self.sent} acknowledged, {remaining} queued, "
                 f"errors {self.errors[:3]}"
             )
+        if self._unplaced:
+            self._place(timeout_s)
         return self.acked
+
+    def _place(self, timeout_s: float) -> None:
+        """Find the offsets of the acknowledged records librdkafka reported none for, by key in the log
+        (the keys are unique), and add them to :attr:`delivered`."""
+        from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicPartition
+
+        consumer = Consumer(
+            {
+                "bootstrap.servers": self._bootstrap,
+                "group.id": f"place-{self.topic}",
+                "enable.auto.commit": False,
+                "logger": QUIET_LOGGER,
+                **self._extra,
+            }
+        )
+        try:
+            consumer.assign([TopicPartition(self.topic, p, OFFSET_BEGINNING) for p in self._unplaced])
+            deadline = time.monotonic() + timeout_s
+            while any(self._unplaced.values()) and time.monotonic() < deadline:
+                for msg in consumer.consume(1000, 1.0):
+                    partition, offset, key = msg.partition(), msg.offset(), msg.key()
+                    if msg.error() or partition is None or offset is None or not isinstance(key, bytes):
+                        continue
+                    ts = self._unplaced.get(partition, {}).pop(key, None)
+                    if ts is not None:
+                        self.delivered.append((partition, offset, ts))
+        finally:
+            consumer.close()
+        missing = sum(map(len, self._unplaced.values()))
+        if missing:
+            raise HarnessError(
+                f"producer: {missing} acknowledged records not found in the log of {self.topic}"
+            )

@@ -2,7 +2,8 @@
 
 Each member is a :class:`~static_consumer_lab.children.pods.PoolPod`: the README's single-process pod
 main (``plain``, one static member named after the pod) or a pool pod (``static-consumer run
---processes N``, N static members ``<pod>-<k>``). A supervisor thread plays the kubelet: it records
+--processes N``, N static members ``<pod>-<k>``), each with a ``restart_state_dir`` of its own as the
+Kubernetes kit sets on the pod's ``emptyDir``. A supervisor thread plays the kubelet: it records
 every exit (``exits.jsonl``) and starts the pod again ``restart_delay_s`` later (twice as late, up to
 10 s, when it keeps ending with an error within 30 s of its start, as a crash-loop back-off would). A
 pool pod restarts its own workers.
@@ -43,7 +44,8 @@ class Members:
             name: PoolPod(
                 name,
                 processes=processes,
-                settings=settings,
+                # The kit's emptyDir: a directory of the pod's own that outlives its container's restarts.
+                settings={**settings, "restart_state_dir": str(run_dir / "restart" / name)},
                 workdir=run_dir,
                 plain=name not in pooled,
             )
