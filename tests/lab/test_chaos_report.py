@@ -6,7 +6,7 @@ from __future__ import annotations
 from test_chaos_invariants import BEGAN, clean
 
 from static_consumer_lab.chaos.evidence import Handled
-from static_consumer_lab.chaos.report import figures, render
+from static_consumer_lab.chaos.report import costs, figures, render
 
 
 def test_copies_and_rebalances_count_for_the_fault_whose_window_holds_them() -> None:
@@ -28,3 +28,31 @@ def test_copies_and_rebalances_count_for_the_fault_whose_window_holds_them() -> 
     }
     assert all(found == [] for found in fig["invariants"].values())
     assert "HELD: nothing lost" in render(fig)
+
+
+def _fault(
+    kind: str, twice: int, back: float | None, lasted: float, coordinator: int | None = None
+) -> dict[str, object]:
+    return {
+        "kind": kind,
+        "coordinator": coordinator,
+        "handled_twice": twice,
+        "rebalances": 1 if kind == "long_pause" else 0,
+        "back_after_s": back,
+        "back_after_end_s": None if back is None else back - lasted,
+    }
+
+
+def test_costs_gives_each_kind_over_several_runs_its_median_and_range() -> None:
+    runs = [
+        {"faults": [_fault("kill", 12, 2.5, 1.0), _fault("broker_kill", 0, None, 9.0, coordinator=2)]},
+        {"faults": [_fault("kill", 0, 2.0, 1.0), _fault("long_pause", 40, 70.0, 66.0)]},
+        {"faults": [_fault("kill", 30, 3.25, 1.0), _fault("broker_kill", 0, None, 7.0)]},
+    ]
+    table = costs(runs).splitlines()
+    assert table[2:] == [
+        "| `kill` | 3 | 12 [0-30] | 2.5 [2-3.2] | 1.5 [1-2.2] | 0 |",
+        "| `long_pause` | 1 | 40 | 70 | 4 | 1 |",
+        "| `broker_kill` | 1 | 0 | - | - | 0 |",
+        "| `broker_kill` (coordinator) | 1 | 0 | - | - | 0 |",
+    ]

@@ -1,7 +1,9 @@
 """A chaos run's figures from its evidence: per fault, per kind, the commit lag per phase, the verdicts.
 
 ``figures(ev)`` is plain data (``figures.json``); ``render(figures)`` the text printed after a run.
-``python -m static_consumer_lab.chaos.report RUN_DIR`` recomputes both from a saved run directory.
+``python -m static_consumer_lab.chaos.report RUN_DIR`` recomputes both from a saved run directory;
+``... report --costs RUN_DIR...`` prints what each kind of fault cost over several runs of one protocol
+(``costs``: the table of docs/semantics.md).
 """
 
 from __future__ import annotations
@@ -152,7 +154,55 @@ def render(fig: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
+KIND_ORDER = ("kill", "term", "term2", "pause", "long_pause", "broker_kill", "broker_term", "acl")
+
+
+def _spread(values: list[float], digits: int = 0) -> str:
+    """``median [min-max]`` rounded to ``digits`` (one value alone; ``-`` for none)."""
+    if not values:
+        return "-"
+    low, mid, high = (round(v, digits) + 0.0 for v in (min(values), statistics.median(values), max(values)))
+    return f"{low:g}" if low == high else f"{mid:g} [{low:g}-{high:g}]"
+
+
+def costs(figs: list[dict[str, Any]]) -> str:
+    """A markdown table: per kind of fault (a broker fault on the coordinator apart) over the runs'
+    figures, how many faults, the records handled twice per fault, the seconds from the fault's start
+    and from its end until records flowed again where it struck, and the rebalances."""
+    rows: dict[str, dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
+    for fig in figs:
+        for f in fig["faults"]:
+            row = rows[f["kind"] + (" (coordinator)" if f["coordinator"] else "")]
+            row["twice"].append(f["handled_twice"])
+            row["rebalances"].append(f["rebalances"])
+            if f["back_after_s"] is not None:
+                row["back"].append(f["back_after_s"])
+                row["back_end"].append(f["back_after_end_s"])
+    lines = [
+        "| fault | faults | records handled twice, per fault | back after the start (s) "
+        "| back after the end (s) | rebalances |",
+        "|---|---|---|---|---|---|",
+    ]
+    for kind in KIND_ORDER:
+        for name in (kind, f"{kind} (coordinator)"):
+            if name in rows:
+                row = rows[name]
+                back, back_end, rebalances = (
+                    _spread(row["back"], 1),
+                    _spread(row["back_end"], 1),
+                    sum(row["rebalances"]),
+                )
+                lines.append(
+                    f"| `{kind}`{name[len(kind) :]} | {len(row['twice'])} | {_spread(row['twice'])} | "
+                    f"{back} | {back_end} | {rebalances:g} |"
+                )
+    return "\n".join(lines)
+
+
 def main(argv: list[str]) -> int:
+    if argv[:1] == ["--costs"]:
+        print(costs([json.loads((Path(d) / "figures.json").read_text()) for d in argv[1:]]))
+        return 0
     run_dir = Path(argv[0])
     fig = figures(load(run_dir))
     saved = run_dir / "figures.json"
