@@ -6,10 +6,10 @@ granted back) plus a settling time:
 
 - ``kill``, ``long_pause``, ``acl``: one session plus ``grace_s``. These are the faults after which
   the group may wait out a session (a KIP-848 member killed keeps its partitions until its session
-  expires; a member paused past its session is expired, and taken over; a member that ended on a
-  refused request left no commit and, under KIP-848, a held instance id), and the faults that may hand
-  records out twice: the records a member handled and had not committed when it died, was expired or
-  was refused.
+  expires unless its restart releases it, which the runs' ``restart_state_dir`` lets it do; a member
+  paused past its session is expired, and taken over; a member that ended on a refused request left no
+  commit and, under KIP-848, a held instance id), and the faults that may hand records out twice: the
+  records a member handled and had not committed when it died, was expired or was refused.
 - every other kind: ``grace_s`` (the member rejoins, the new coordinator loads the group).
 
 The runner starts each fault only after the previous fault's window closed, so windows never overlap
