@@ -7,7 +7,8 @@ from __future__ import annotations
 
 from static_consumer_lab.brokers import JvmKafkaCluster, KafkaCluster, describe_consumer_group
 from static_consumer_lab.brokers.containers import ContainerKafkaCluster
-from static_consumer_lab.brokers.kafka_ops import high_watermarks, metadata
+from static_consumer_lab.brokers.kafka_ops import high_watermarks
+from static_consumer_lab.brokers.kafka_ops import wait_in_sync as wait_in_sync
 from static_consumer_lab.brokers.rebalances import Rebalance
 from static_consumer_lab.children.group import Group
 from static_consumer_lab.children.pauses import went_backwards
@@ -31,23 +32,6 @@ def wait_all_consumed(group: Group, timeout_s: float = 120.0) -> set[tuple[str, 
         per_partition = {p: sum(1 for (_t, pp, _o) in missing if pp == p) for p in marks}
         raise AssertionError(f"{exc}; missing per partition {per_partition}, first {missing[:3]}") from None
     return everything
-
-
-def wait_in_sync(bootstrap: str, timeout_s: float = 90.0) -> None:
-    """Every partition (``__consumer_offsets`` too) has a leader and all its replicas in sync."""
-
-    def in_sync() -> bool:
-        try:
-            meta = metadata(bootstrap, timeout_s=5.0)
-        except Exception:  # noqa: BLE001 - a broker is still starting
-            return False
-        return all(
-            p.leader >= 0 and len(p.isrs) == len(p.replicas)
-            for topic in meta.topics.values()
-            for p in topic.partitions.values()
-        )
-
-    wait_until(in_sync, timeout_s, "every replica back in sync", poll_s=0.5)
 
 
 def coordinator(bootstrap: str, group_id: str, timeout_s: float = 60.0) -> int:

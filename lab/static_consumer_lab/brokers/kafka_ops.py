@@ -48,6 +48,25 @@ def wait_for_metadata(bootstrap: str, timeout_s: float, describe: Callable[[], s
     raise HarnessError(f"{bootstrap} did not answer metadata within {timeout_s:.0f} s ({last})\n{details}")
 
 
+def wait_in_sync(bootstrap: str, timeout_s: float = 90.0) -> None:
+    """Until every partition (``__consumer_offsets`` too) has a leader and all its replicas in sync, as
+    after a broker came back; HarnessError after ``timeout_s``."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        try:
+            meta = metadata(bootstrap, timeout_s=5.0)
+        except Exception:  # noqa: BLE001 - a broker still starting
+            meta = None
+        if meta is not None and all(
+            p.leader >= 0 and len(p.isrs) == len(p.replicas)
+            for topic in meta.topics.values()
+            for p in topic.partitions.values()
+        ):
+            return
+        time.sleep(0.5)
+    raise HarnessError(f"{bootstrap}: not every replica back in sync within {timeout_s:.0f} s")
+
+
 def create_topic(
     bootstrap: str,
     name: str,

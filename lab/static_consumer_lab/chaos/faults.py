@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 from static_consumer._kafka.acls import Acl
 from static_consumer_lab.brokers.authorizer import AclCluster
-from static_consumer_lab.brokers.kafka_ops import describe_consumer_group, metadata
+from static_consumer_lab.brokers.kafka_ops import describe_consumer_group, wait_in_sync
 from static_consumer_lab.chaos.evidence import Done
 from static_consumer_lab.chaos.members import Members
 from static_consumer_lab.chaos.schedule import BROKER_KINDS, Fault
@@ -109,19 +109,7 @@ class Faults:
 
     def wait_in_sync(self, timeout_s: float = 120.0) -> None:
         """Every partition (``__consumer_offsets`` too) led, with all its replicas in sync."""
-
-        def in_sync() -> bool:
-            try:
-                meta = metadata(self.bootstrap, timeout_s=5.0)
-            except Exception:  # noqa: BLE001 - a broker still starting
-                return False
-            return all(
-                p.leader >= 0 and len(p.isrs) == len(p.replicas)
-                for topic in meta.topics.values()
-                for p in topic.partitions.values()
-            )
-
-        wait_until(in_sync, timeout_s, "every replica back in sync", poll_s=0.5)
+        wait_in_sync(self.bootstrap, timeout_s)
 
     # ----------------------------------------------------------------------------------------- ACLs
     def _revoke(self, fault: Fault) -> Done:
