@@ -5,7 +5,7 @@ holder listed 50 s after it was first seen is alive."""
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
@@ -75,6 +75,7 @@ class Wait:
         caps: BrokerCapabilities = MODERN,
         session: Callable[[float], int | None] = lambda now: None,
         time: FakeTime | None = None,
+        listeners: Sequence[MembershipListener] = (),
     ) -> None:
         self.time = time or FakeTime()
         self.factory = FakeFactory([UNRELEASED], *scripts)
@@ -82,7 +83,7 @@ class Wait:
         self.events = Events()
         self.consumer = StaticConsumer(
             settings or make_settings(),
-            listeners=[self.events],
+            listeners=[self.events, *listeners],
             env={"POD_NAME": "orders-2"},
             seams=Seams(
                 adapter_factory=self.factory,
@@ -396,21 +397,9 @@ def test_the_wait_for_the_id_is_no_stall(released_at: float, caplog: pytest.LogC
     # threshold (half the 45 s session): the guard knows it, so the records of the new client go out
     # without a check, a `stalled` event or a warning that the broker did not answer.
     time, stalls = FakeTime(), Stalls()
-    factory = FakeFactory([UNRELEASED], [Assign((tp(0),)), None, rec(0, 3), rec(0, 4)])
-    watch = FakeGroupWatch(time.clock, listed_until(released_at))
-    consumer = StaticConsumer(
-        make_settings(),
-        listeners=[stalls],
-        env={"POD_NAME": "orders-2"},
-        seams=Seams(
-            adapter_factory=factory,
-            probe=lambda s, **_: MODERN,
-            group_watch=watch,
-            sleep=time.sleep,
-            clock=time.clock,
-        ),
-    )
-    with caplog.at_level(logging.INFO, "static_consumer"), consumer as c:
+    script = [Assign((tp(0),)), None, rec(0, 3), rec(0, 4)]
+    wait = Wait(listed_until(released_at), script, time=time, listeners=[stalls])  # waits in its 1st consume
+    with caplog.at_level(logging.INFO, "static_consumer"), wait.consumer as c:
         records: list[Record] = []
         for _ in range(5):
             records += c.consume(10, 0.1)
@@ -424,20 +413,10 @@ def test_the_wait_for_the_id_is_no_stall(released_at: float, caplog: pytest.LogC
 def test_a_freeze_after_the_wait_is_still_a_stall() -> None:
     # The guard measures from the end of the wait: a gap after it is checked as ever.
     time, stalls = FakeTime(), Stalls()
-    factory = FakeFactory([UNRELEASED], [Assign((tp(0),)), None, rec(0, 3), rec(0, 4)])
-    consumer = StaticConsumer(
-        make_settings(),
-        listeners=[stalls],
-        env={"POD_NAME": "orders-2"},
-        seams=Seams(
-            adapter_factory=factory,
-            probe=lambda s, **_: MODERN,
-            group_watch=FakeGroupWatch(time.clock, listed_until(10.0)),
-            sleep=time.sleep,
-            clock=time.clock,
-        ),
+    wait = Wait(
+        listed_until(10.0), [Assign((tp(0),)), None, rec(0, 3), rec(0, 4)], time=time, listeners=[stalls]
     )
-    with consumer as c:
+    with wait.consumer as c:
         c.consume(10, 0.1)  # the wait
         assert c.consume(1, 0.1) == [rec(0, 3)]
         time.sleep(30.0)  # frozen for longer than the 22.5 s threshold
